@@ -1,0 +1,28 @@
+"""cuda-magic: compile CUDA C++ in a notebook under a configuration you can see.
+
+Importing this package does not initialise CUDA.  The Python API::
+
+    from cuda_magic import compile_source, sass, ptx
+    r = compile_source(src, {"cuda": {"arch": "sm_90a"}})
+    r.resources, r.argv, r.config.provenance, sass(r, "scale")
+"""
+
+from .arch import detect_arch
+from .backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
+                       register_backend)
+from .compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
+                       resolve_layers, set_cache_dir)
+from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
+                     list_presets, register_preset, resolve, validate)
+from .inspect import ptx, sass, sass_text
+from .ptxas import Resources, parse_ptxas
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend", "BackendConfig", "CompilationResult", "CompileError", "ConfigError", "Resolved",
+    "Resources", "ToolNotFoundError", "canonical_json", "clear_cache", "compile_resolved",
+    "compile_source", "detect_arch", "from_json", "get_backend", "list_backends", "list_presets",
+    "parse_ptxas", "ptx", "register_backend", "register_preset", "resolve", "resolve_layers",
+    "sass", "sass_text", "set_cache_dir", "validate",
+]

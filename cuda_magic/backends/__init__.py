@@ -1,0 +1,143 @@
+"""Compiler backends: a frozen spec per compiler and a registry.
+
+A backend turns (source, arch, target_format, native flags, ptxas flags) into
+an :class:`Output`: the binary, the exact argv that ran and the log.  The
+built-ins are ``nvrtc`` (in-process, :mod:`cuda.bindings.nvrtc`) and ``nvcc``
+(a subprocess in a private temporary directory).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ..config import ConfigError
+
+__all__ = ["Backend", "Output", "CompileError", "ToolNotFoundError", "register_backend",
+           "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
+
+
+class CompileError(RuntimeError):
+    """The compiler rejected the source or the flags.
+
+    Carries ``log`` (the compiler's output), ``argv`` (what ran), ``source``
+    and ``compiler``; the message shows the compiler's error lines with the
+    source lines they point at.
+    """
+
+    def __init__(self, compiler: str, log: str, argv: Sequence[str], source: str,
+                 filename: str = "cell.cu"):
+        self.compiler, self.log, self.argv, self.source = compiler, log, tuple(argv), source
+        self.filename = filename
+        super().__init__(self._message())
+
+    def error_lines(self) -> list[tuple[int | None, str]]:
+        """``(cell line or None, message)`` for each error line in the log."""
+        out = []
+        pat = re.compile(rf"^{re.escape(self.filename)}\((\d+)\): (?:catastrophic )?error")
+        for line in self.log.splitlines():
+            m = pat.match(line)
+            if m:
+                out.append((int(m.group(1)), line))
+            elif re.search(r"\b(error|fatal)\b", line, re.IGNORECASE):
+                out.append((None, line))
+        return out
+
+    def _message(self) -> str:
+        src = self.source.splitlines()
+        parts = [f"{self.compiler} failed to compile {self.filename}"]
+        errors = self.error_lines()
+        for lineno, text in errors:
+            parts.append(text)
+            if lineno is not None and 0 < lineno <= len(src):
+                parts.append(f"  {lineno:>4} | {src[lineno - 1]}")
+        if not errors:
+            parts.extend(self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"])
+        return "\n".join(parts)
+
+
+class ToolNotFoundError(RuntimeError):
+    """A CUDA tool (nvcc, nvdisasm, cuobjdump, NVRTC) is not installed."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one compiler run produced."""
+
+    binary: bytes
+    format: str
+    argv: tuple[str, ...]
+    log: str
+    lowered_names: tuple[tuple[str, str], ...] = ()
+    ptx: str | None = field(default=None, repr=False)  # PTX from the same run, if free
+
+
+def ptxas_each(items: Sequence[str]) -> list[str]:
+    """Forward each ptxas item as its own ``--ptxas-options=<item>`` (NVRTC)."""
+    return [f"--ptxas-options={item}" for item in items]
+
+
+def ptxas_joined(items: Sequence[str]) -> list[str]:
+    """Forward all ptxas items as one ``--ptxas-options=a,b,c`` (nvcc)."""
+    return [f"--ptxas-options={','.join(items)}"] if items else []
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A compiler backend.
+
+    ``compile(source, *, arch, target_format, flags, ptxas, name_expressions)``
+    returns an :class:`Output` or raises :class:`CompileError`; ``ptxas`` is
+    already forwarded by ``forward_ptxas``.  ``version()`` returns a string.
+    """
+
+    name: str
+    formats: tuple[str, ...]
+    default_format: str
+    forward_ptxas: Callable[[Sequence[str]], list[str]]
+    compile: Callable[..., Output]
+    version: Callable[[], str]
+
+    def __post_init__(self):
+        if self.default_format not in self.formats:
+            raise ValueError(f"backend {self.name!r}: default format "
+                             f"{self.default_format!r} is not one of {self.formats}")
+
+
+_REGISTRY: dict[str, Backend] = {}
+_LOCK = threading.Lock()
+
+
+def register_backend(backend: Backend) -> Backend:
+    """Register ``backend``; the identical spec again is a no-op."""
+    with _LOCK:
+        old = _REGISTRY.get(backend.name)
+        if old is not None and old != backend:
+            raise ValueError(f"backend {backend.name!r} is already registered with a "
+                             "different declaration")
+        _REGISTRY[backend.name] = backend
+    return backend
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name``; an error lists the known names."""
+    with _LOCK:
+        backend = _REGISTRY.get(name)
+        known = ", ".join(sorted(_REGISTRY))
+    if backend is None:
+        raise ConfigError(f"unknown compiler {name!r}; known compilers: {known}", "compiler")
+    return backend
+
+
+def list_backends() -> dict[str, Backend]:
+    """A copy of the registry, by name."""
+    with _LOCK:
+        return dict(sorted(_REGISTRY.items()))
+
+
+from . import nvcc as _nvcc, nvrtc as _nvrtc  # noqa: E402  (register the built-ins)
+
+register_backend(_nvrtc.BACKEND)
+register_backend(_nvcc.BACKEND)

@@ -1,0 +1,78 @@
+"""nvcc as a subprocess: an argv list (never a shell) run in a private
+temporary directory that is always removed.
+
+argv: ``nvcc -arch=<arch> --cubin|--ptx|--fatbin <user nvcc list>
+--ptxas-options=a,b,c -o out.<fmt> cell.cu``.  nvcc is found with
+:mod:`cuda.pathfinder` (pip wheels, conda, CUDA_HOME/CUDA_PATH) or on PATH.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from typing import Sequence
+
+from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
+
+FILENAME = "cell.cu"
+
+
+def find_nvcc() -> str:
+    """Path of nvcc, or :class:`ToolNotFoundError` saying how to get one."""
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+        path = find_nvidia_binary_utility("nvcc")
+    except Exception:
+        path = None
+    if not path:
+        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+        cand = os.path.join(home, "bin", "nvcc") if home else None
+        path = cand if cand and os.access(cand, os.X_OK) else shutil.which("nvcc")
+    if not path:
+        raise ToolNotFoundError(
+            "nvcc was not found (looked in NVIDIA pip wheels, conda, CUDA_HOME, "
+            "CUDA_PATH and PATH); install it with pip install 'cuda-magic[nvcc]' "
+            "or set CUDA_HOME to a CUDA toolkit")
+    return path
+
+
+@functools.cache
+def _version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else "unknown"
+
+
+def version() -> str:
+    return _version(find_nvcc())
+
+
+def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
+            ptxas: Sequence[str], name_expressions: Sequence[str] = ()) -> Output:
+    if name_expressions:
+        raise ValueError("name expressions need NVRTC; with nvcc, instantiate templates "
+                         "explicitly in the source")
+    out = f"out.{target_format}"
+    argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas,
+            "-o", out, FILENAME)
+    with tempfile.TemporaryDirectory(prefix="cuda-magic-") as tmp:
+        with open(os.path.join(tmp, FILENAME), "w") as f:
+            f.write(source)
+        proc = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, errors="replace")
+        log = (proc.stdout + proc.stderr).strip("\n")
+        if proc.returncode != 0:
+            raise CompileError("nvcc", log or f"nvcc exited with status {proc.returncode}",
+                               argv, source, FILENAME)
+        with open(os.path.join(tmp, out), "rb") as f:
+            binary = f.read()
+    if target_format == "ptx":
+        binary = binary.rstrip(b"\0")
+    return Output(binary, target_format, argv, log)
+
+
+BACKEND = Backend(name="nvcc", formats=("fatbin", "cubin", "ptx"), default_format="fatbin",
+                  forward_ptxas=ptxas_joined, compile=compile, version=version)

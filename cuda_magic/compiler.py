@@ -1,0 +1,205 @@
+"""``compile_source``: resolve the config, run the backend, parse ptxas, cache.
+
+Nothing here needs a GPU except arch detection when no arch is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
+
+from .arch import detect_arch
+from .backends import CompileError, Output, get_backend
+from .cache import Cache
+from .config import BackendConfig, ConfigError, Resolved, get_preset, parse_backend_config, resolve
+from .ptxas import Resources, parse_ptxas
+
+__all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",
+           "resolve_layers", "complete", "set_cache_dir", "clear_cache", "cache"]
+
+NO_ARCH = ("no 'arch' is set and no GPU was found to detect one; set it, e.g. "
+           "%%cuda --arch sm_90a, %cuda_config --arch sm_90a, a '//| arch: sm_90a' "
+           "cell header, the 'hopper' preset, or backend_config={'cuda': {'arch': 'sm_90a'}}")
+
+
+@dataclass(frozen=True, eq=False)
+class CompilationResult:
+    """One compiled source: the binary and everything needed to trust it.
+
+    ``config`` holds each key's value and the layer that set it
+    (``config.provenance``); ``argv`` is exactly what the compiler ran with;
+    ``resources`` are per-kernel figures parsed from ``ptxas -v``.
+    """
+
+    source: str
+    binary: bytes = field(repr=False)
+    format: str
+    config: Resolved
+    argv: tuple[str, ...]
+    compiler: str
+    compiler_version: str
+    log: str = field(repr=False)
+    resources: dict[str, Resources] = field(repr=False)
+    functions: dict[str, Resources] = field(repr=False)  # kernels and device functions
+    compile_time: float        # seconds the compiler took (for a cache hit: the original)
+    cache_hit: bool
+    key: str = field(repr=False)
+    lowered_names: dict[str, str] = field(default_factory=dict, repr=False)
+    name_expressions: tuple[str, ...] = ()
+    ptx_text: str | None = field(default=None, repr=False)  # PTX from the same run, if free
+    derived: dict = field(default_factory=dict, repr=False, compare=False)  # lazy SASS etc.
+
+    @property
+    def arch(self) -> str:
+        return self.config["arch"]
+
+    @property
+    def kernels(self) -> list[str]:
+        """Kernel names as in the binary (mangled for C++ kernels)."""
+        return list(self.resources)
+
+    @property
+    def provenance(self) -> dict[str, str]:
+        return self.config.provenance
+
+    def __repr__(self) -> str:
+        hit = "cache hit" if self.cache_hit else f"{self.compile_time * 1e3:.1f} ms"
+        kernels = ", ".join(
+            f"{r.name} ({r.registers} regs" + (f", {r.spill_stores}B spilled" if r.spills else "") + ")"
+            for r in self.resources.values())
+        return (f"<CompilationResult {self.compiler} {self.compiler_version} {self.arch} "
+                f"{self.format} {len(self.binary)} bytes, {hit}; kernels: {kernels or 'none reported'}>")
+
+
+_CACHE = Cache(os.environ.get("CUDA_MAGIC_CACHE_DIR") or None)
+
+
+def cache() -> Cache:
+    """The process-wide compile cache."""
+    return _CACHE
+
+
+def set_cache_dir(directory: str | os.PathLike | None) -> None:
+    """Also keep compiled binaries on disk in ``directory`` (``None``: memory only).
+
+    The default comes from the ``CUDA_MAGIC_CACHE_DIR`` environment variable.
+    """
+    global _CACHE
+    _CACHE = Cache(directory, _CACHE.max_entries)
+
+
+def clear_cache() -> None:
+    """Forget every in-memory entry (disk entries stay)."""
+    _CACHE.clear()
+
+
+def resolve_layers(backend_config: Mapping | str | None = None, *, preset: str | None = None,
+                   session: Mapping | None = None, kernel: tuple[str, Mapping] | None = None) -> Resolved:
+    """Layer defaults < preset < session < cell (``backend_config``) < kernel."""
+    layers = []
+    if preset:
+        layers.append((f"preset:{preset}", get_preset(preset)))
+    layers.append(("session", session))
+    layers.append(("cell", parse_backend_config(backend_config)))
+    if kernel:
+        layers.append((f"kernel:{kernel[0]}", kernel[1]))
+    return resolve(*layers)
+
+
+def complete(resolved: Resolved) -> Resolved:
+    """Fill in what the backend decides: default format, detected arch; check the pair."""
+    backend = get_backend(resolved["compiler"])
+    fmt = resolved.get("target_format")
+    if fmt is None:
+        resolved = resolved.with_value("target_format", backend.default_format, "default")
+    elif fmt not in backend.formats:
+        raise ConfigError(f"{backend.name} cannot produce {fmt!r} (set by layer "
+                          f"{resolved.provenance['target_format']!r}); it makes "
+                          f"{', '.join(backend.formats)}", "target_format")
+    if "arch" not in resolved:
+        arch = detect_arch()
+        if arch is None:
+            raise ConfigError(NO_ARCH, "arch")
+        resolved = resolved.with_value("arch", arch, "detected")
+    return resolved
+
+
+def cache_key(source: str, resolved: Resolved, backend: str, version: str,
+              name_expressions: Sequence[str]) -> str:
+    blob = json.dumps([source, resolved.json(), backend, version, list(name_expressions)],
+                      separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, names):
+    functions = parse_ptxas(out.log)
+    return CompilationResult(
+        source=source, binary=out.binary, format=out.format, config=resolved, argv=out.argv,
+        compiler=backend, compiler_version=version, log=out.log,
+        resources={n: r for n, r in functions.items() if r.entry}, functions=functions,
+        compile_time=elapsed, cache_hit=hit, key=key, lowered_names=dict(out.lowered_names),
+        name_expressions=tuple(names), ptx_text=out.ptx)
+
+
+def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Sequence[str] = (),
+                     force: bool = False) -> CompilationResult:
+    """Compile ``source`` under an already layered config (see :func:`resolve_layers`)."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str of CUDA C++, not {type(source).__name__}")
+    names = tuple(name_expressions)
+    if not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"name_expressions must be non-empty strings, not {names!r}")
+    resolved = complete(resolved)
+    backend = get_backend(resolved["compiler"])
+    version = backend.version()
+    key = cache_key(source, resolved, backend.name, version, names)
+    if not force:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return replace(hit, config=resolved, cache_hit=True)
+        record = _CACHE.load(key)
+        if record is not None:
+            out = Output(record["binary"], record["format"], tuple(record["argv"]), record["log"],
+                         tuple(map(tuple, record["lowered_names"])), record["ptx"])
+            result = _result(source, resolved, out, backend.name, version,
+                             record["compile_time"], True, key, names)
+            _CACHE.put(key, replace(result, cache_hit=False))
+            return result
+    start = time.perf_counter()
+    out = backend.compile(source, arch=resolved["arch"], target_format=resolved["target_format"],
+                          flags=resolved.get(backend.name, []),
+                          ptxas=backend.forward_ptxas(resolved.get("ptxas", [])),
+                          name_expressions=names)
+    elapsed = time.perf_counter() - start
+    result = _result(source, resolved, out, backend.name, version, elapsed, False, key, names)
+    _CACHE.put(key, result)
+    _CACHE.store(key, {"binary": out.binary, "format": out.format, "argv": list(out.argv),
+                       "log": out.log, "lowered_names": [list(p) for p in out.lowered_names],
+                       "ptx": out.ptx, "compile_time": elapsed})
+    return result
+
+
+def compile_source(source: str, backend_config: Mapping | str | None = None, *,
+                   preset: str | None = None, session: BackendConfig | None = None,
+                   name_expressions: Sequence[str] = (), force: bool = False) -> CompilationResult:
+    """Compile CUDA C++ ``source`` and return a :class:`CompilationResult`.
+
+    ``backend_config`` is TVM's form, ``{"cuda": {...}}`` (a dict or its
+    JSON), and is the ``cell`` layer; ``preset`` names a preset layer and
+    ``session`` is a flat config for the session layer.  Identical input is
+    served from the cache; ``force=True`` recompiles.  Raises ``ConfigError``
+    for a bad config and ``CompileError`` (log, argv, source) when the
+    compiler fails.
+
+    Example::
+
+        r = compile_source(src, {"cuda": {"arch": "sm_90a",
+                                          "nvrtc": ["--use_fast_math", "--ftz=false"]}})
+        r.resources["scale"].registers, r.argv, r.config.provenance
+    """
+    resolved = resolve_layers(backend_config, preset=preset, session=session)
+    return compile_resolved(source, resolved, name_expressions=name_expressions, force=force)

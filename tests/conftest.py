@@ -1,0 +1,50 @@
+import pytest
+
+from cuda_magic import clear_cache, detect_arch
+
+ARCH = "sm_90a"
+
+SAXPY = r'''
+extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * a;
+}
+'''
+
+# 48 live accumulators: spills under --maxrregcount=24 (the sm_90 minimum).
+HEAVY = r'''
+extern "C" __global__ void heavy(const float* x, float* y, int n) {
+    float acc[48];
+    #pragma unroll
+    for (int k = 0; k < 48; ++k) acc[k] = x[threadIdx.x + k * n];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        #pragma unroll
+        for (int k = 0; k < 48; ++k) acc[k] = acc[k] * acc[(k + r + 1) % 48] + 1.0f;
+    }
+    float s = 0.f;
+    #pragma unroll
+    for (int k = 0; k < 48; ++k) s += acc[k] * (k + 1);
+    y[threadIdx.x] = s;
+}
+'''
+
+
+def cfg(**kw):
+    """TVM-style backend_config with the test arch."""
+    return {"cuda": {"arch": ARCH, **kw}}
+
+
+@pytest.fixture
+def fresh_cache():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def pytest_collection_modifyitems(config, items):
+    if detect_arch() is None:
+        skip = pytest.mark.skip(reason="no NVIDIA GPU/driver here")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)

@@ -57,7 +57,7 @@ DEFAULTS: BackendConfig = {
     "ptxas": ["-v", "--warn-on-local-memory-usage", "--register-usage-level=10"],
 }
 
-_ARCH = re.compile(r"sm_\d+[af]?")
+_ARCH = re.compile(r"sm_[0-9]+[af]?")  # ASCII digits only (\d matches any Unicode digit)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 # Flags that would fight the keys that manage architecture, output and tool
@@ -71,7 +71,9 @@ RESERVED = {
          "-gpu-code"], _ARCH_HELP),
     **dict.fromkeys(
         ["-o", "--output-file", "-output-file", "--cubin", "-cubin", "--ptx", "-ptx",
-         "--fatbin", "-fatbin"], _OUT_HELP),
+         "--fatbin", "-fatbin", "-odir", "--output-directory", "-c", "--compile",
+         "-E", "--preprocess", "-lib", "--lib", "-dlink", "--device-link", "-dlto",
+         "--dlink-time-opt", "--optix-ir", "-optix-ir"], _OUT_HELP),
     **dict.fromkeys(
         ["-optf", "--options-file", "-options-file"],
         "give one flag per list item instead of an options file"),
@@ -111,6 +113,10 @@ def _unwrap(cfg: Mapping) -> Mapping:
     """Accept the nested ``{"cuda": {...}}`` form; reject other backend names."""
     if set(cfg) & set(KEYS):
         return cfg
+    if TARGET in cfg and len(cfg) > 1:
+        other = next(name for name in cfg if name != TARGET)
+        _fail(f"unknown backend {other!r}: only {TARGET!r} is supported "
+              f"(write {{\"{TARGET}\": {{...}}}})")
     if len(cfg) == 1:
         (name, inner), = cfg.items()
         if name == TARGET:
@@ -119,7 +125,7 @@ def _unwrap(cfg: Mapping) -> Mapping:
             if not isinstance(inner, Mapping):
                 _fail(f"'{TARGET}' must map to a config dict, not {type(inner).__name__}")
             return inner
-        if isinstance(inner, Mapping) or inner is None:
+        if isinstance(inner, Mapping):
             _fail(f"unknown backend {name!r}: only {TARGET!r} is supported "
                   f"(write {{\"{TARGET}\": {{...}}}})")
     return cfg

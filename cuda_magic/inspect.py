@@ -61,6 +61,9 @@ def _cuobjdump_clean(text: str) -> str:
     return "\n".join(lines)
 
 
+# -lineinfo markers name the source by the compiler's working directory (NVRTC:
+# the process's cwd; nvcc: a removed temporary directory); show it as cell.cu.
+_LINE_FILE = re.compile(r'(//## File )"[^"]*/cell\.cu"')
 _NVDISASM_BANNER = re.compile(r"^//-+ (\S+)\s+-+\s*$")
 _CUOBJDUMP_FUNC = re.compile(r"^\s*Function : (\S+)\s*$")
 
@@ -108,7 +111,7 @@ def sass_text(result: CompilationResult) -> str:
         if code.format == "fatbin":
             return _cuobjdump_clean(_run("cuobjdump", ["-sass"], code.binary, ".fatbin"))
         return _run("nvdisasm", ["-c", "-g", "-gi"], code.binary, ".cubin")
-    return _cached(result, "sass", make)
+    return _cached(result, "sass", lambda: _LINE_FILE.sub(r'\1"cell.cu"', make()))
 
 
 def sass(result: CompilationResult, kernel: str | None = None):

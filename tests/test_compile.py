@@ -297,3 +297,12 @@ def test_import_does_not_initialise_cuda():
             "print(sorted(m for m in sys.modules if m.startswith('cuda.bindings')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+@pytest.mark.gpu
+def test_arch_is_detected_on_a_gpu(fresh_cache):
+    arch = cuda_magic.detect_arch()
+    assert re.fullmatch(r"sm_\d+a?", arch)
+    r = compile_source(SAXPY)
+    assert r.arch == arch and r.provenance["arch"] == "detected"
+    assert r.resources["scale"].arch == arch

@@ -319,8 +319,8 @@ def test_resolve_layers_unknown_preset_lists_known():
 # ---- list replacement, clearing, None ----------------------------------------
 
 def test_list_replaces_whole():
-    r = resolve(("session", {"nvrtc": ["-a", "-b"]}), ("cell", {"nvrtc": ["-c"]}))
-    assert r["nvrtc"] == ["-c"]
+    r = resolve(("session", {"nvrtc": ["-a", "-b"]}), ("cell", {"nvrtc": ["-d"]}))
+    assert r["nvrtc"] == ["-d"]
     assert r.provenance["nvrtc"] == "cell"
     r = resolve(("cell", {"ptxas": ["-O0"]}))
     assert r["ptxas"] == ["-O0"]  # not appended to the default list
@@ -528,7 +528,7 @@ def test_bad_compiler_name():
 
 
 @pytest.mark.parametrize("arch", ["compute_100", "sm90", "sm_", "sm_90b", "SM_90", "sm_90a ",
-                                  "sm_90\n", ""])
+                                  "sm_90\n", "", "sm_\u0669\u0660a", "sm_\uff19\uff10"])
 def test_bad_arch(arch):
     with pytest.raises(ConfigError, match=r"'arch' must look like sm_90") as e:
         validate({"arch": arch})
@@ -615,10 +615,18 @@ def test_unknown_backend_name():
         parse_backend_config({"rocm": {}})
     with pytest.raises(ConfigError, match=r"unknown backend 'rocm'"):
         parse_backend_config({"rocm": {"arch": "gfx90a"}})
-    with pytest.raises(ConfigError, match=r"unknown backend 'rocm'"):
-        resolve(("session", {"rocm": None}))
+    with pytest.raises(ConfigError, match=r"unknown config key 'rocm'"):
+        resolve(("session", {"rocm": None}))  # not a config dict: read as a flat key
     with pytest.raises(ConfigError, match=r"unknown backend 'rocm'"):
         cuda_magic.compile_source("", {"rocm": {}})
+
+
+def test_other_backend_beside_cuda_named():
+    # regression: this used to say "unknown config key 'cuda'"
+    with pytest.raises(ConfigError, match=r"unknown backend 'rocm': only 'cuda' is supported"):
+        validate({"cuda": {"arch": "sm_90a"}, "rocm": {}})
+    with pytest.raises(ConfigError, match=r"unknown backend 'rocm'"):
+        resolve(("session", {"rocm": None, "cuda": {"arch": "sm_90a"}}))
 
 
 def test_cuda_must_map_to_dict():
@@ -665,6 +673,10 @@ def test_config_not_a_dict():
         ("nvcc", "-Xptxas", "'ptxas' key"),
         ("ptxas", "--output-file=kernel.cubin", "'target_format'"),
         ("ptxas", "-o", "'target_format'"),
+        ("nvcc", "-c", "'target_format'"),
+        ("nvcc", "-odir=/tmp", "'target_format'"),
+        ("nvrtc", "-dlto", "'target_format'"),
+        ("nvcc", "--device-link", "'target_format'"),
     ],
 )
 def test_reserved_flags(key, flag, manager):

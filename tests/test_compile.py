@@ -58,8 +58,26 @@ def test_nvcc_argv_is_exact():
     r = compile_source(SAXPY, cfg(compiler="nvcc", target_format="cubin",
                                   nvcc=["--use_fast_math", "-lineinfo"], ptxas=["-v", "-O3"]))
     assert os.path.basename(r.argv[0]) == "nvcc"
-    assert list(r.argv[1:]) == ["-arch=sm_90a", "--cubin", "--use_fast_math", "-lineinfo",
-                                "--ptxas-options=-v,-O3", "-o", "out.cubin", "cell.cu"]
+    assert list(r.argv[1:-2]) == ["-arch=sm_90a", "--cubin", "--use_fast_math", "-lineinfo",
+                                  "--ptxas-options=-v,-O3", "-I.", "-o"]
+    out, src = r.argv[-2:]
+    assert os.path.basename(out) == "out.cubin" and os.path.basename(src) == "cell.cu"
+    assert os.path.dirname(out) == os.path.dirname(src) and not os.path.exists(src)
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_quoted_includes_and_relative_flags_resolve_from_the_working_directory(
+        compiler, tmp_path, monkeypatch):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "local.cuh").write_text("#define FACTOR 3.0f\n")
+    (tmp_path / "inc" / "other.cuh").write_text("#define OFFSET 1.0f\n")
+    monkeypatch.chdir(tmp_path)
+    src = ('#include "local.cuh"\n#include "other.cuh"\n'
+           'extern "C" __global__ void k(float* y) { y[0] = y[0] * FACTOR + OFFSET; }\n')
+    r = compile_source(src, cfg(compiler=compiler, target_format="cubin",
+                                **{compiler: ["-Iinc"]}), force=True)
+    assert r.kernels == ["k"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inc", "local.cuh"]
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])

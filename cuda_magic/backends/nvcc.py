@@ -2,7 +2,11 @@
 temporary directory that is always removed.
 
 argv: ``nvcc -arch=<arch> --cubin|--ptx|--fatbin <user nvcc list>
---ptxas-options=a,b,c -o out.<fmt> cell.cu``.  nvcc is found with
+--ptxas-options=a,b,c -I. -o <tmp>/out.<fmt> <tmp>/cell.cu``, run in the
+caller's working directory so relative paths in the user's flags and quoted
+``#include``s resolve as they do with NVRTC (hence ``-I.``).  The temporary
+directory is also nvcc's ``TMPDIR``, and its path is dropped from the log so
+messages read ``cell.cu(N)``.  nvcc is found with
 :mod:`cuda.pathfinder` (pip wheels, conda, CUDA_HOME/CUDA_PATH) or on PATH.
 """
 
@@ -56,18 +60,20 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
     if name_expressions:
         raise ValueError("name expressions need NVRTC; with nvcc, instantiate templates "
                          "explicitly in the source")
-    out = f"out.{target_format}"
-    argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas,
-            "-o", out, FILENAME)
     with tempfile.TemporaryDirectory(prefix="cuda-magic-") as tmp:
-        with open(os.path.join(tmp, FILENAME), "w") as f:
+        src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
+        argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas, "-I.",
+                "-o", out, src)
+        with open(src, "w") as f:
             f.write(source)
-        proc = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, errors="replace")
-        log = (proc.stdout + proc.stderr).strip("\n")
+        # In the caller's working directory, like NVRTC; nvcc's own scratch files in tmp too.
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                              env={**os.environ, "TMPDIR": tmp})
+        log = (proc.stdout + proc.stderr).strip("\n").replace(tmp + os.sep, "")
         if proc.returncode != 0:
             raise CompileError("nvcc", log or f"nvcc exited with status {proc.returncode}",
                                argv, source, FILENAME)
-        with open(os.path.join(tmp, out), "rb") as f:
+        with open(out, "rb") as f:
             binary = f.read()
     if target_format == "ptx":
         binary = binary.rstrip(b"\0")

@@ -1,0 +1,54 @@
+"""parse_ptxas on the formats ptxas prints (real logs run in test_compile.py)."""
+
+from cuda_magic import parse_ptxas
+
+# Shape of a CUDA 12 nvcc log: cmem per bank, no barrier count, a spill warning.
+OLDER_NVCC = """\
+ptxas info    : 0 bytes gmem, 72 bytes cmem[3]
+ptxas info    : Function properties for _Z6helperv
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function '_Z6kernelPf' for 'sm_80'
+ptxas info    : Function properties for _Z6kernelPf
+    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 32 registers, 16 bytes cumulative stack size, 1024 bytes smem, 368 bytes cmem[0], 4 bytes cmem[2]
+ptxas warning : Registers are spilled to local memory in function '_Z6kernelPf', 8 bytes spill stores, 12 bytes spill loads
+"""
+
+# NVRTC 13 prints continuation lines as "ptxas         ." and reports barriers.
+NVRTC = """\
+ptxas warning : Local memory used for function 'scale', size of stack frame: 128 bytes
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'scale' for 'sm_90a'
+ptxas info    : Function properties for scale
+ptxas         .     128 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 31 registers, used 1 barriers, 128 bytes cumulative stack size, 256 bytes smem
+ptxas info    : Compile time = 6.542 ms
+ptxas info    : Function properties for _Z6helperPfi
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+"""
+
+
+def test_older_nvcc_format():
+    funcs = parse_ptxas(OLDER_NVCC)
+    k = funcs["_Z6kernelPf"]
+    assert (k.entry, k.arch, k.registers, k.barriers) == (True, "sm_80", 32, 0)
+    assert (k.stack_frame, k.spill_stores, k.spill_loads) == (16, 8, 12) and k.spills
+    assert (k.cumulative_stack, k.shared, k.constant) == (16, 1024, 372)
+    assert len(k.warnings) == 1 and "spilled" in k.warnings[0]
+    helper = funcs["_Z6helperv"]
+    assert not helper.entry and helper.stack_frame == 8 and helper.registers == 0
+
+
+def test_nvrtc_format():
+    funcs = parse_ptxas(NVRTC)
+    assert list(funcs) == ["scale", "_Z6helperPfi"]
+    s = funcs["scale"]
+    assert (s.registers, s.barriers, s.shared, s.stack_frame, s.cumulative_stack) == (31, 1, 256, 128, 128)
+    assert s.compile_time_ms == 6.542 and not s.spills
+    assert s.warnings == ("ptxas warning : Local memory used for function 'scale', size of stack frame: 128 bytes",)
+    assert not funcs["_Z6helperPfi"].entry
+
+
+def test_nothing_to_parse():
+    assert parse_ptxas("") == {}
+    assert parse_ptxas("nvrtc: warning: something unrelated\n") == {}

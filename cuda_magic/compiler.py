@@ -10,6 +10,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from .arch import detect_arch
@@ -43,12 +44,12 @@ class CompilationResult:
     compiler: str
     compiler_version: str
     log: str = field(repr=False)
-    resources: dict[str, Resources] = field(repr=False)
-    functions: dict[str, Resources] = field(repr=False)  # kernels and device functions
+    resources: Mapping[str, Resources] = field(repr=False)   # kernels, read-only
+    functions: Mapping[str, Resources] = field(repr=False)   # kernels and device functions
     compile_time: float        # seconds the compiler took (for a cache hit: the original)
     cache_hit: bool
     key: str = field(repr=False)
-    lowered_names: dict[str, str] = field(default_factory=dict, repr=False)
+    lowered_names: Mapping[str, str] = field(default_factory=dict, repr=False)
     name_expressions: tuple[str, ...] = ()
     ptx_text: str | None = field(default=None, repr=False)  # PTX from the same run, if free
     derived: dict = field(default_factory=dict, repr=False, compare=False)  # lazy SASS etc.
@@ -140,8 +141,9 @@ def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, 
     return CompilationResult(
         source=source, binary=out.binary, format=out.format, config=resolved, argv=out.argv,
         compiler=backend, compiler_version=version, log=out.log,
-        resources={n: r for n, r in functions.items() if r.entry}, functions=functions,
-        compile_time=elapsed, cache_hit=hit, key=key, lowered_names=dict(out.lowered_names),
+        resources=MappingProxyType({n: r for n, r in functions.items() if r.entry}),
+        functions=MappingProxyType(functions), compile_time=elapsed, cache_hit=hit, key=key,
+        lowered_names=MappingProxyType(dict(out.lowered_names)),
         name_expressions=tuple(names), ptx_text=out.ptx)
 
 

@@ -201,6 +201,8 @@ def test_cache_hits_and_misses(fresh_cache):
     first = compile_source(SAXPY, cfg(nvrtc=["--use_fast_math", "--ftz=false"]))
     again = compile_source(SAXPY, {"cuda": {"nvrtc": ["--use_fast_math", "--ftz=false"], "arch": ARCH}})
     assert not first.cache_hit and again.cache_hit and again.binary is first.binary
+    with pytest.raises(TypeError):  # what the cache hands out cannot be changed under it
+        again.resources["scale"] = None
     assert again.key == first.key and again.compile_time == first.compile_time
     misses = [
         compile_source(SAXPY + " ", cfg(nvrtc=["--use_fast_math", "--ftz=false"])),  # source

@@ -156,6 +156,14 @@ def test_syntax_error_quotes_the_line(compiler):
     assert err.error_lines()[0][0] == 3
 
 
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_missing_include_quotes_the_line(compiler):
+    with pytest.raises(CompileError) as info:
+        compile_source('#include "nope.cuh"\n', cfg(compiler=compiler))
+    assert "nope.cuh" in str(info.value) and '   1 | #include "nope.cuh"' in str(info.value)
+    assert "detected" not in str(info.value)  # the summary line is not an error line
+
+
 @pytest.mark.parametrize("compiler,expected", [
     ("nvrtc", "unrecognized option --bogus"), ("nvcc", "Unknown option '--bogus'")])
 def test_unknown_native_flag_shows_compilers_message(compiler, expected):

@@ -36,12 +36,14 @@ class CompileError(RuntimeError):
     def error_lines(self) -> list[tuple[int | None, str]]:
         """``(cell line or None, message)`` for each error line in the log."""
         out = []
-        pat = re.compile(rf"^{re.escape(self.filename)}\((\d+)\): (?:catastrophic )?error")
+        # cudafe/NVRTC: "cell.cu(3): error: ..."; the host compiler: "cell.cu:3:10: fatal error: ..."
+        pat = re.compile(rf"^{re.escape(self.filename)}(?:\((\d+)\)|:(\d+):\d+):"
+                         r" (?:catastrophic |fatal )?error")
         for line in self.log.splitlines():
             m = pat.match(line)
             if m:
-                out.append((int(m.group(1)), line))
-            elif re.search(r"\b(error|fatal)\b", line, re.IGNORECASE):
+                out.append((int(m.group(1) or m.group(2)), line))
+            elif re.search(r"\b(error|fatal)\s*:", line):  # not "1 error detected"
                 out.append((None, line))
         return out
 

@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -72,20 +73,23 @@ class Cache:
             return None
 
     def store(self, key: str, record: dict) -> None:
-        """Write ``record`` (whose ``binary`` is bytes) atomically."""
+        """Write ``record`` (whose ``binary`` is bytes) atomically.
+
+        The disk is a best effort: a failed write warns and loses nothing else.
+        """
         if not self.directory:
             return
         binary = record["binary"]
         data = dict(record, key=key, binary=base64.b64encode(binary).decode(),
                     sha256=hashlib.sha256(binary).hexdigest())
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(data, f)
             os.replace(tmp, self._path(key))
-        except BaseException:
-            try:
+        except OSError as e:
+            warnings.warn(f"cuda-magic: could not write the disk cache entry in "
+                          f"{self.directory}: {e}", RuntimeWarning, stacklevel=3)
+            if tmp and os.path.exists(tmp):
                 os.unlink(tmp)
-            except OSError:
-                pass
-            raise

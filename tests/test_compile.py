@@ -334,3 +334,33 @@ def test_arch_is_detected_on_a_gpu(fresh_cache):
     r = compile_source(SAXPY)
     assert r.arch == arch and r.provenance["arch"] == "detected"
     assert r.resources["scale"].arch == arch
+
+
+def test_disk_cache_write_failure_warns_and_compiles(tmp_path, monkeypatch, fresh_cache):
+    import cuda_magic.cache
+    cuda_magic.set_cache_dir(tmp_path)
+    try:
+        def full(*a, **k):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(cuda_magic.cache.tempfile, "mkstemp", full)
+        with pytest.warns(RuntimeWarning, match="could not write the disk cache.*No space left"):
+            r = compile_source(SAXPY + "// full disk\n", cfg())
+        assert r.binary[:4] == b"\x7fELF" and list(tmp_path.iterdir()) == []
+    finally:
+        cuda_magic.set_cache_dir(None)
+
+
+def test_memory_cache_is_bounded():
+    from cuda_magic.cache import Cache
+    c = Cache(max_entries=3)
+    for k in "abcd":
+        c.put(k, k.upper())
+    assert c.get("a") is None and [c.get(k) for k in "bcd"] == ["B", "C", "D"]
+    c.get("b")          # b becomes the most recent
+    c.put("e", "E")     # so c is evicted
+    assert c.get("c") is None and c.get("b") == "B" and len(c) == 3
+
+
+def test_name_expressions_must_be_strings():
+    with pytest.raises(TypeError, match="name_expressions must be non-empty strings"):
+        compile_source(SAXPY, cfg(), name_expressions=[b"scale"])

@@ -736,3 +736,21 @@ def test_keys_constant():
     assert KEYS == ("arch", "compiler", "target_format", "nvcc", "nvrtc", "ptxas")
     assert isinstance(resolve(), Resolved)
     assert re.search(r"compiler='nvrtc' \[default\]", repr(resolve()))
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                     | st.text(max_size=12),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.sampled_from([*KEYS, "cuda", "rocm", "x"]) | st.text(max_size=6),
+                                       inner, max_size=4),
+                     max_leaves=12)
+
+
+@given(_json)
+def test_any_input_is_accepted_or_a_config_error(obj):
+    """Bad input never escapes as anything but a ConfigError (no deep tracebacks)."""
+    for check in (validate, parse_backend_config):
+        try:
+            check(obj)
+        except ConfigError:
+            pass

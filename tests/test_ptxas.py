@@ -1,5 +1,7 @@
 """parse_ptxas on the formats ptxas prints (real logs run in test_compile.py)."""
 
+from hypothesis import given, strategies as st
+
 from cuda_magic import parse_ptxas
 
 # Shape of a CUDA 12 nvcc log: cmem per bank, no barrier count, a spill warning.
@@ -52,3 +54,13 @@ def test_nvrtc_format():
 def test_nothing_to_parse():
     assert parse_ptxas("") == {}
     assert parse_ptxas("nvrtc: warning: something unrelated\n") == {}
+
+
+_fragments = st.sampled_from(OLDER_NVCC.splitlines() + NVRTC.splitlines() + [
+    "ptxas info    : Used x registers", "Function properties for", "ptxas warning : function ''"])
+
+
+@given(st.lists(st.one_of(_fragments, st.text(max_size=80)), max_size=30))
+def test_parser_never_raises(lines):
+    for name, res in parse_ptxas("\n".join(lines)).items():
+        assert res.name == name and res.registers >= 0

@@ -7,7 +7,7 @@ Compares, in one run and on the same machine:
      (result.argv) through bare cuda.bindings.nvrtc;
   2. a cache hit of compile_source (identical input, no force);
   3. nvcc through compile_source(force=True) vs a bare subprocess.run of the
-     same argv in a temporary directory holding the source as cell.cu.
+     same argv, its temporary paths pointing into a directory of our own.
 The two sides of each comparison are interleaved (A, B, A, B, ...) after a
 warm-up, so machine noise hits both alike.  No GPU is needed.
 """
@@ -118,9 +118,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-nvcc-") as tmp:
         with open(os.path.join(tmp, "cell.cu"), "w") as f:
             f.write(SRC)
+        # the same argv, with the wrapper's (removed) temporary directory swapped for ours
+        old_tmp = os.path.dirname(argv[-1])
+        bare_argv = [arg.replace(old_tmp, tmp) for arg in argv]
 
         def bare_nvcc():
-            subprocess.run(argv, cwd=tmp, capture_output=True, check=True)
+            subprocess.run(bare_argv, capture_output=True, check=True)
 
         a, b = interleaved(lambda: cuda_magic.compile_source(SRC, NVCC_CFG, force=True),
                            bare_nvcc, n_nvcc, warmup=1)

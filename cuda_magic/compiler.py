@@ -164,11 +164,14 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         if hit is not None:
             return replace(hit, config=resolved, cache_hit=True)
         record = _CACHE.load(key)
-        if record is not None:
+        try:
             out = Output(record["binary"], record["format"], tuple(record["argv"]), record["log"],
-                         tuple(map(tuple, record["lowered_names"])), record["ptx"])
-            result = _result(source, resolved, out, backend.name, version,
-                             record["compile_time"], True, key, names)
+                         tuple((k, v) for k, v in record["lowered_names"]), record["ptx"])
+            elapsed = float(record["compile_time"])
+        except (TypeError, KeyError, ValueError):  # absent, or an entry of another shape: rebuild
+            pass
+        else:
+            result = _result(source, resolved, out, backend.name, version, elapsed, True, key, names)
             _CACHE.put(key, replace(result, cache_hit=False))
             return result
     start = time.perf_counter()

@@ -245,7 +245,10 @@ def test_disk_cache(tmp_path, fresh_cache):
         from_disk = compile_source(src, cfg())
         assert from_disk.cache_hit and from_disk.binary == r.binary
         assert from_disk.resources == r.resources and from_disk.argv == r.argv
-        for garbage in (b"{not json", b'{"key": "x"}', entry.read_bytes()[:-40]):
+        import json
+        valid = json.loads(entry.read_text())
+        wrong_shape = json.dumps({k: v for k, v in valid.items() if k != "log"}).encode()
+        for garbage in (b"{not json", b'{"key": "x"}', entry.read_bytes()[:-40], wrong_shape):
             entry.write_bytes(garbage)
             cuda_magic.clear_cache()
             rebuilt = compile_source(src, cfg())

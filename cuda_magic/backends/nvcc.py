@@ -64,7 +64,7 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
         argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas, "-I.",
                 "-o", out, src)
-        with open(src, "w") as f:
+        with open(src, "w", encoding="utf-8") as f:
             f.write(source)
         # In the caller's working directory, like NVRTC; nvcc's own scratch files in tmp too.
         proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",

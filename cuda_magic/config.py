@@ -113,22 +113,20 @@ def _unwrap(cfg: Mapping) -> Mapping:
     """Accept the nested ``{"cuda": {...}}`` form; reject other backend names."""
     if set(cfg) & set(KEYS):
         return cfg
-    if TARGET in cfg and len(cfg) > 1:
-        other = next(name for name in cfg if name != TARGET)
-        _fail(f"unknown backend {other!r}: only {TARGET!r} is supported "
+    # beside "cuda" every name is a backend; alone, a name mapping to a dict is one
+    others = [name for name, inner in cfg.items()
+              if name != TARGET and (TARGET in cfg or isinstance(inner, Mapping))]
+    if others:
+        _fail(f"unknown backend {others[0]!r}: only {TARGET!r} is supported "
               f"(write {{\"{TARGET}\": {{...}}}})")
-    if len(cfg) == 1:
-        (name, inner), = cfg.items()
-        if name == TARGET:
-            if inner is None:
-                return {}
-            if not isinstance(inner, Mapping):
-                _fail(f"'{TARGET}' must map to a config dict, not {type(inner).__name__}")
-            return inner
-        if isinstance(inner, Mapping):
-            _fail(f"unknown backend {name!r}: only {TARGET!r} is supported "
-                  f"(write {{\"{TARGET}\": {{...}}}})")
-    return cfg
+    if TARGET not in cfg:
+        return cfg
+    inner = cfg[TARGET]
+    if inner is None:
+        return {}
+    if not isinstance(inner, Mapping):
+        _fail(f"'{TARGET}' must map to a config dict, not {type(inner).__name__}")
+    return inner
 
 
 def validate(cfg: Mapping | None) -> BackendConfig:

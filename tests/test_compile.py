@@ -1,5 +1,6 @@
 """compile_source end to end with the real NVRTC and nvcc (no GPU needed)."""
 
+import json
 import os
 import re
 import stat
@@ -245,7 +246,6 @@ def test_disk_cache(tmp_path, fresh_cache):
         from_disk = compile_source(src, cfg())
         assert from_disk.cache_hit and from_disk.binary == r.binary
         assert from_disk.resources == r.resources and from_disk.argv == r.argv
-        import json
         valid = json.loads(entry.read_text())
         wrong_shape = json.dumps({k: v for k, v in valid.items() if k != "log"}).encode()
         for garbage in (b"{not json", b'{"key": "x"}', entry.read_bytes()[:-40], wrong_shape):

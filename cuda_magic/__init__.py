@@ -26,3 +26,9 @@ __all__ = [
     "parse_ptxas", "ptx", "register_backend", "register_preset", "resolve", "resolve_layers",
     "sass", "sass_text", "set_cache_dir", "validate",
 ]
+
+
+def load_ipython_extension(ip) -> None:
+    """``%load_ext cuda_magic``: register ``%%cuda`` and ``%cuda_config`` (CUDA stays untouched)."""
+    from .magics import load
+    load(ip)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -20,7 +21,7 @@ from .config import BackendConfig, ConfigError, Resolved, get_preset, parse_back
 from .ptxas import Resources, parse_ptxas
 
 __all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",
-           "resolve_layers", "complete", "set_cache_dir", "clear_cache", "cache"]
+           "resolve_layers", "complete", "set_cache_dir", "clear_cache", "cache", "match_symbol"]
 
 NO_ARCH = ("no 'arch' is set and no GPU was found to detect one; set it, e.g. "
            "%%cuda --arch sm_90a, %cuda_config --arch sm_90a, a '//| arch: sm_90a' "
@@ -67,6 +68,21 @@ class CompilationResult:
     def provenance(self) -> dict[str, str]:
         return self.config.provenance
 
+    @property
+    def symbols(self) -> list[str]:
+        """Kernel names in the binary as far as the compile told us (ptxas -v, PTX entries)."""
+        names = dict.fromkeys(self.resources)
+        names.update(dict.fromkeys(self.lowered_names.values()))
+        ptx = self.ptx_text or (self.binary.decode(errors="replace") if self.format == "ptx" else "")
+        names.update(dict.fromkeys(re.findall(r"\.entry\s+([\w$.]+)", ptx)))
+        return list(names)
+
+    def symbol(self, name: str) -> str | None:
+        """The binary's name for kernel ``name`` (C or C++ spelling, or a name expression)."""
+        if name in self.lowered_names:
+            return self.lowered_names[name]
+        return match_symbol(name, self.symbols)
+
     def __repr__(self) -> str:
         hit = "cache hit" if self.cache_hit else f"{self.compile_time * 1e3:.1f} ms"
         kernels = ", ".join(
@@ -74,6 +90,21 @@ class CompilationResult:
             for r in self.resources.values())
         return (f"<CompilationResult {self.compiler} {self.compiler_version} {self.arch} "
                 f"{self.format} {len(self.binary)} bytes, {hit}; kernels: {kernels or 'none reported'}>")
+
+
+def match_symbol(name: str, symbols) -> str | None:
+    """Find kernel ``name`` among binary symbols: itself (extern "C") or its one mangled form.
+
+    ``_Z5scalePKfPffi`` matches ``scale``; so does ``_ZN2ns5scaleEPf`` (in a
+    namespace).  Several overloads of one name are ambiguous: ``None``.
+    """
+    symbols = list(symbols)
+    if name in symbols:
+        return name
+    plain = re.compile(rf"_Z{len(name)}{re.escape(name)}")
+    nested = re.compile(rf"_ZN(?:\d+\w+?)*?{len(name)}{re.escape(name)}E")
+    found = [s for s in symbols if plain.match(s) or nested.match(s)]
+    return found[0] if len(found) == 1 else None
 
 
 _CACHE = Cache(os.environ.get("CUDA_MAGIC_CACHE_DIR") or None)

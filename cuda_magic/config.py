@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, TypedDict
 
 __all__ = [
-    "BackendConfig", "ConfigError", "Resolved", "KEYS", "LIST_KEYS", "FORMATS",
+    "Error", "BackendConfig", "ConfigError", "Resolved", "KEYS", "LIST_KEYS", "FORMATS",
     "DEFAULTS", "TARGET", "validate", "parse_backend_config", "resolve",
     "canonical_json", "from_json", "register_preset", "get_preset", "list_presets",
 ]
@@ -38,7 +38,24 @@ class BackendConfig(TypedDict, total=False):
     ptxas: list[str]     # ptxas flags, one per item
 
 
-class ConfigError(ValueError):
+class Error(Exception):
+    """Base of cuda-magic's errors.
+
+    In IPython they show the message and the user's own frames only, not the
+    frames inside cuda-magic or IPython (``_render_traceback_`` is IPython's hook).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        import os
+        import traceback
+        here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        frames = [f for f in traceback.extract_tb(self.__traceback__)
+                  if not f.filename.startswith(here) and f"{os.sep}IPython{os.sep}" not in f.filename]
+        lines = traceback.format_list(frames) + traceback.format_exception_only(type(self), self)
+        return "".join(lines).rstrip("\n").split("\n")
+
+
+class ConfigError(Error, ValueError):
     """A bad configuration; ``key`` names the offending key when there is one."""
 
     def __init__(self, message: str, key: str | None = None):

@@ -48,3 +48,14 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture
+def shell():
+    """An IPython shell with the extension loaded, as a user has it."""
+    from IPython.core.interactiveshell import InteractiveShell
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "cuda_magic")
+    ip.run_line_magic("cuda_config", "--reset")
+    yield ip
+    ip.run_line_magic("cuda_config", "--reset")

@@ -13,13 +13,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..config import ConfigError
+from ..config import ConfigError, Error
 
 __all__ = ["Backend", "Output", "CompileError", "ToolNotFoundError", "register_backend",
            "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
 
 
-class CompileError(RuntimeError):
+class CompileError(Error, RuntimeError):
     """The compiler rejected the source or the flags.
 
     Carries ``log`` (the compiler's output), ``argv`` (what ran), ``source``
@@ -60,7 +60,7 @@ class CompileError(RuntimeError):
         return "\n".join(parts)
 
 
-class ToolNotFoundError(RuntimeError):
+class ToolNotFoundError(Error, RuntimeError):
     """A CUDA tool (nvcc, nvdisasm, cuobjdump, NVRTC) is not installed."""
 
 

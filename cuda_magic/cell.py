@@ -1,0 +1,369 @@
+"""A ``%%cuda`` cell: magic-line options, ``//|`` headers, per-kernel configs, kernels.
+
+``build(text, options)`` parses the cell, layers its configs (defaults <
+preset < session < cell < kernel), compiles the cell once per distinct
+resolved config and returns a :class:`Module` of launchable kernels.  No GPU
+is needed unless a kernel is launched.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import yaml
+
+from .compiler import CompilationResult, compile_resolved, complete
+from .config import KEYS, LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
+    resolve, validate
+from .runtime import Kernel, Param
+from . import signature
+from .signature import KernelDecl, SignatureError, blank, find_kernels
+
+__all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "build"]
+
+HEADER = "//|"
+
+
+class CellError(ConfigError):
+    """A problem in the cell itself; ``line`` is the cell line (1 = first line after ``%%cuda``)."""
+
+    def __init__(self, message: str, line: int | None = None, key: str | None = None):
+        super().__init__(f"cell line {line}: {message}" if line else message, key)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class ParsedCell:
+    """What the cell declares: its header layer and its kernels with their own layers."""
+
+    source: str
+    header: dict                       # the cell's //| layer (validated, flat)
+    header_lines: dict                 # key -> cell line
+    kernels: tuple[KernelDecl, ...]
+    kernel_headers: dict               # kernel name -> (layer, {key: line})
+
+
+def _header(lines: list[str], first: int) -> tuple[dict, dict]:
+    """Parse consecutive ``//|`` lines starting at cell line ``first`` as YAML."""
+    body = [ln.strip()[len(HEADER):] for ln in lines]
+    body = [b[1:] if b.startswith(" ") else b for b in body]
+    try:
+        data = yaml.safe_load("\n".join(body))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = first + mark.line if mark is not None else first
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CellError(f"the //| header is not valid YAML ({problem}): {lines[line - first].strip()}",
+                        line) from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise CellError(f"a //| header holds 'key: value' lines, e.g. '//| arch: sm_90a'; got "
+                        f"{lines[0].strip()!r}", first)
+    where = {}
+    for key in data:
+        for i, b in enumerate(body):
+            if re.match(rf"\s*{re.escape(str(key))}\s*:", b):
+                where[key] = first + i
+                break
+        else:
+            where[key] = first
+    for key, value in data.items():
+        if key in LIST_KEYS and isinstance(value, str):
+            raise CellError(f"'{key}' is a list of flags: write it as a YAML list, e.g. "
+                            f"'//| {key}: [{', '.join(shlex.split(value)) or '--use_fast_math'}]'",
+                            where[key], key)
+    try:
+        return validate(data), where
+    except ConfigError as exc:
+        raise CellError(str(exc), where.get(exc.key, first), exc.key) from None
+
+
+def parse_cell(text: str) -> ParsedCell:
+    """Find the cell header, the kernels and each kernel's ``//|`` block."""
+    lines = text.splitlines()
+    is_header = [ln.lstrip().startswith(HEADER) for ln in lines]
+    # The cell header: the //| lines at the top (blank lines before them are allowed).
+    top = 0
+    while top < len(lines) and not lines[top].strip():
+        top += 1
+    end = top
+    while end < len(lines) and is_header[end]:
+        end += 1
+    header, header_lines = _header(lines[top:end], top + 1) if end > top else ({}, {})
+    used = set(range(top, end))
+    try:
+        kernels = find_kernels(text)
+    except SignatureError as exc:
+        raise CellError(str(exc).split(": ", 1)[-1] if exc.line else str(exc), exc.line) from None
+    seen: dict[str, int] = {}
+    kernel_headers = {}
+    for k in kernels:
+        if k.name in seen:
+            raise CellError(f"kernel '{k.name}' is defined twice (lines {seen[k.name]} and "
+                            f"{k.line}); kernels are bound by name", k.line)
+        seen[k.name] = k.line
+        i = k.line - 2            # the line above the declaration, 0-based
+        start = i
+        while start >= end and is_header[start]:
+            start -= 1
+        if start < i:
+            block = range(start + 1, i + 1)
+            kernel_headers[k.name] = _header([lines[j] for j in block], start + 2)
+            used.update(block)
+    for j, flag in enumerate(is_header):
+        if flag and j not in used:
+            raise CellError("this //| block is neither the cell header (the top of the cell) nor "
+                            "directly above a __global__ kernel", j + 1)
+    return ParsedCell(text, header, header_lines, tuple(kernels), kernel_headers)
+
+
+def line_config(*, arch: str | None = None, compiler: str | None = None,
+                target_format: str | None = None, nvrtc: str | None = None,
+                nvcc: str | None = None, ptxas: str | None = None,
+                backend_config: str | None = None) -> dict:
+    """The config layer of the ``%%cuda`` line: flags as strings, lists shell-split.
+
+    ``nvrtc="--use_fast_math --ftz=false"`` -> ``["--use_fast_math", "--ftz=false"]``;
+    ``""`` -> ``[]``.  ``backend_config`` is TVM's JSON, ``{"cuda": {...}}``.
+    A key given twice (a flag and the JSON) is an error.
+    """
+    out: dict = {}
+    for key, value in (("arch", arch), ("compiler", compiler), ("target_format", target_format)):
+        if value is not None:
+            out[key] = value
+    for key, value in (("nvrtc", nvrtc), ("nvcc", nvcc), ("ptxas", ptxas)):
+        if value is not None:
+            try:
+                out[key] = shlex.split(value)
+            except ValueError as exc:
+                raise ConfigError(f"--{key} {value!r}: {exc}", key) from None
+    if backend_config is not None:
+        nested = parse_backend_config(backend_config)
+        for key in nested:
+            if key in out:
+                raise ConfigError(f"'{key}' is given both as --{key.replace('_', '-')} and in "
+                                  f"--backend-config; give it once", key)
+        out.update(nested)
+    return validate(out)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str            # C++ spelling: "scale", "axpy<float>"
+    python_name: str
+    params: tuple[Param, ...]
+    decl: KernelDecl
+    config: Resolved
+    instance: bool = False
+
+
+class Module:
+    """The compiled cell: its kernels, one binary per distinct config, and how each came about.
+
+    ``m.scale`` / ``m["scale"]`` / ``m["axpy<float>"]`` is a :class:`Kernel`;
+    ``m.results`` the :class:`CompilationResult` of each distinct config;
+    ``m.result_of(name)`` and ``m.config_of(name)`` the binary and resolved
+    config (with provenance) a kernel came from.
+    """
+
+    def __init__(self, source: str, parsed: ParsedCell, options: Mapping, entries: Sequence[_Entry],
+                 results: Sequence[CompilationResult], of: Mapping[str, CompilationResult],
+                 cell_config: Resolved, templates: Sequence[str]):
+        self.source, self.parsed, self.options = source, parsed, dict(options)
+        self.results = tuple(results)
+        self.cell_config = cell_config
+        self.templates = tuple(templates)    # template kernels with no --instantiate
+        self._entries = {e.name: e for e in entries}
+        self._of = dict(of)
+        printf = re.search(r"\b(printf|assert)\s*\(", blank(source)) is not None
+        self.kernels: dict[str, Kernel] = {
+            e.name: Kernel(e.name, e.params, of[e.name], of[e.name].symbol(e.name), printf)
+            for e in entries}
+        self.load_error: Exception | None = None
+
+    @property
+    def result(self) -> CompilationResult:
+        """The first (often the only) compiled binary."""
+        return self.results[0]
+
+    def result_of(self, kernel: str) -> CompilationResult:
+        return self._of[self._name(kernel)]
+
+    def config_of(self, kernel: str) -> Resolved:
+        return self._entries[self._name(kernel)].config
+
+    def python_names(self) -> dict[str, Kernel]:
+        """Each kernel under its Python name (``axpy<float>`` -> ``axpy_float``)."""
+        return {e.python_name: self.kernels[e.name] for e in self._entries.values()}
+
+    def _name(self, key: str) -> str:
+        if key in self.kernels:
+            return key
+        for e in self._entries.values():
+            if e.python_name == key or re.sub(r"\s+", "", e.name) == re.sub(r"\s+", "", key):
+                return e.name
+        raise KeyError(f"no kernel {key!r} in this cell; it has {', '.join(self.kernels) or 'none'}")
+
+    def __getitem__(self, key: str) -> Kernel:
+        return self.kernels[self._name(key)]
+
+    def __getattr__(self, key: str) -> Kernel:
+        if key.startswith("_"):
+            raise AttributeError(key)
+        try:
+            return self[key]
+        except KeyError as exc:
+            raise AttributeError(exc.args[0]) from None
+
+    def __dir__(self):
+        return [*super().__dir__(), *self.python_names()]
+
+    def __iter__(self):
+        return iter(self.kernels.values())
+
+    def __len__(self) -> int:
+        return len(self.kernels)
+
+    def load(self) -> "Module":
+        """Load every kernel's module on the GPU now (a launch would otherwise)."""
+        for k in self.kernels.values():
+            k.load()
+        return self
+
+    def __repr__(self) -> str:
+        return "\n".join(_describe(self))
+
+
+def _describe(m: Module) -> list[str]:
+    from .arch import detect_arch
+    out = []
+    for i, r in enumerate(m.results):
+        names = [n for n, res in m._of.items() if res is r] or ["(no kernels)"]
+        head = "module" if len(m.results) == 1 else f"module {i + 1} of {len(m.results)}"
+        hit = "cache hit" if r.cache_hit else f"compiled in {r.compile_time * 1e3:.1f} ms"
+        out.append(f"{head}: {', '.join(names)} | {r.arch} {r.compiler} {r.compiler_version} "
+                   f"{r.format} | {hit}")
+        out.append("  argv: " + " ".join(shlex.quote(a) for a in r.argv))
+        for name in names:
+            sym = r.symbol(name) if name in m.kernels else None
+            res = r.resources.get(sym) if sym else None
+            if res is not None:
+                spill = (f", spills {res.spill_stores} B stores / {res.spill_loads} B loads"
+                         if res.spills else ", no spills")
+                out.append(f"  {name}: {res.registers} registers, {res.shared} B shared, "
+                           f"stack {res.stack_frame} B{spill}")
+    for name, entry in m._entries.items():
+        layers = {k: v for k, v in entry.config.provenance.items() if v.startswith("kernel:")}
+        if layers:
+            out.append(f"  {name}: own config for {', '.join(sorted(layers))}")
+    if m.templates:
+        out.append(f"  templates not instantiated: {', '.join(m.templates)} "
+                   f"(use --instantiate \"{m.templates[0]}<float>\")")
+    if m.load_error is not None:
+        out.append(f"  not loaded: {m.load_error}")
+    elif detect_arch() is None and m.kernels:
+        out.append("  compiled without a GPU: launching needs an NVIDIA GPU and driver")
+    return out
+
+
+def build(text: str, options: Mapping | None = None, *, session: Mapping | None = None,
+          preset: str | None = None, instantiate: Sequence[str] = (), force: bool = False,
+          load: bool = False) -> Module:
+    """Parse, layer, compile and wrap one cell.
+
+    ``options`` is the magic line's layer (see :func:`line_config`); it and
+    the cell's ``//|`` header together form the ``cell`` layer, and a key in
+    both is an error.  ``instantiate`` names template instances
+    (``"axpy<float>"``).  ``load=True`` loads the modules on the GPU now and
+    records a failure in ``Module.load_error`` instead of raising.
+    """
+    parsed = parse_cell(text)
+    options = validate(options)
+    for key in options:
+        if key in parsed.header:
+            raise CellError(f"'{key}' is set both on the %%cuda line and in the //| header; "
+                            f"set it in one place", parsed.header_lines.get(key), key)
+    base = []
+    if preset:
+        base.append((f"preset:{preset}", get_preset(preset)))
+    base += [("session", session), ("cell", {**options, **parsed.header})]
+    cell_config = resolve(*base)
+
+    decls = {k.name: k for k in parsed.kernels}
+    entries: list[tuple[str, str, tuple, KernelDecl, bool]] = []
+    for k in parsed.kernels:
+        if not k.template:
+            entries.append((k.name, k.name, k.params, k, False))
+    wanted = set()
+    for spelling in instantiate:
+        name = spelling.split("<", 1)[0].strip()
+        decl = decls.get(name)
+        if decl is None:
+            raise CellError(f"--instantiate {spelling!r}: the cell has no kernel '{name}'")
+        try:
+            pyname, params = signature.instantiate(decl, spelling)
+        except SignatureError as exc:
+            raise CellError(f"--instantiate {spelling!r}: {exc}", decl.line) from None
+        entries.append((spelling.strip(), pyname, params, decl, True))
+        wanted.add(name)
+    templates = [k.name for k in parsed.kernels if k.template and k.name not in wanted]
+
+    resolved_entries = []
+    for name, pyname, params, decl, is_instance in entries:
+        layer = parsed.kernel_headers.get(decl.name, ({}, {}))[0]
+        layers = base + ([(f"kernel:{decl.name}", layer)] if layer else [])
+        try:
+            config = complete(resolve(*layers))
+        except ConfigError as exc:
+            raise CellError(f"kernel '{name}': {exc}", decl.line, exc.key) from None
+        resolved_entries.append(_Entry(name, pyname, tuple(params), decl, config, is_instance))
+
+    groups: dict[str, list[_Entry]] = {}
+    for e in resolved_entries:
+        groups.setdefault(e.config.json(), []).append(e)
+    if not groups:
+        groups[""] = []
+    results, of = [], {}
+    for members in groups.values():
+        config = members[0].config if members else complete(cell_config)
+        names = [e.name for e in members if e.instance]
+        r = compile_resolved(text, config, name_expressions=names, force=force)
+        results.append(r)
+        for e in members:
+            of[e.name] = r
+    module = Module(text, parsed, options, resolved_entries, results, of, cell_config, templates)
+    if load and module.kernels:
+        try:
+            module.load()
+        except Exception as exc:  # a GPU that cannot run this arch, no driver, ...
+            module.load_error = exc
+    return module
+
+
+def session_config(session: Mapping | None, preset: str | None = None) -> Resolved:
+    """The config a cell with no options of its own would get (arch detected if possible)."""
+    layers = [(f"preset:{preset}", get_preset(preset))] if preset else []
+    resolved = resolve(*layers, ("session", session))
+    try:
+        return complete(resolved)
+    except ConfigError:   # no arch and no GPU: show what there is
+        return resolved
+
+
+def describe_session(session: Mapping | None, preset: str | None = None) -> str:
+    """Session defaults, then every resolved key with the layer that set it."""
+    resolved = session_config(session, preset)
+    out = ["session defaults: " + (", ".join(f"{k}={v!r}" for k, v in sorted((session or {}).items()))
+                                   or "none") + (f"; preset: {preset}" if preset else "")]
+    out.append("resolved config (value [layer]):")
+    prov = resolved.provenance
+    for key in KEYS:
+        if key in resolved:
+            out.append(f"  {key:<14}{resolved[key]!r}  [{prov[key]}]")
+        elif key == "arch":
+            out.append(f"  {'arch':<14}(not set, and no GPU to detect one: %cuda_config --arch sm_90a)")
+    return "\n".join(out)

@@ -1,0 +1,202 @@
+"""IPython glue: ``%%cuda`` and ``%cuda_config``.  All the work happens in :mod:`cuda_magic.cell`."""
+
+from __future__ import annotations
+
+import json
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
+from traitlets import Dict, TraitError, Unicode, observe, validate
+
+from . import cell as _cell
+from .arch import detect_arch
+from .compiler import set_cache_dir
+from .config import KEYS, ConfigError, from_json, get_preset, register_preset
+from .config import validate as validate_config
+
+_LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas")
+
+
+def config_options(func):
+    """The options that set configuration keys, shared by ``%%cuda`` and ``%cuda_config``."""
+    for decorator in reversed([
+        argument("--arch", help="GPU architecture, e.g. sm_90a (detected from the GPU if unset)"),
+        argument("--compiler", help="nvrtc (in-process, default) or nvcc (subprocess)"),
+        argument("--target-format", help="cubin, ptx or fatbin (nvcc only)"),
+        argument("--nvrtc", metavar='"ARGS"', help='NVRTC flags, shell-split: --nvrtc "--use_fast_math '
+                 '--ftz=false"; "" clears the list'),
+        argument("--nvcc", metavar='"ARGS"', help="nvcc flags, shell-split"),
+        argument("--ptxas", metavar='"ARGS"', help='ptxas flags, shell-split: --ptxas "-v '
+                 '--warn-on-spills"'),
+        argument("--backend-config", metavar="JSON",
+                 help="TVM-style config: '{\"cuda\": {\"arch\": \"sm_90a\"}}'"),
+        argument("--preset", metavar="NAME", help="a preset layer: ampere, ada, hopper, blackwell, "
+                 "precise, nvcc, or one you registered"),
+    ]):
+        func = decorator(func)
+    return func
+
+
+def _parse(magic, line: str, prefix: str = "%"):
+    """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value."""
+    tokens = arg_split(line, posix=True)
+    merged = []
+    it = iter(tokens)
+    for tok in it:
+        if tok in _LIST_OPTIONS:
+            value = next(it, None)
+            merged.append(tok if value is None else f"{tok}={value}")
+        else:
+            merged.append(tok)
+    try:
+        return magic.parser.parse_args(merged)
+    except UsageError as exc:
+        usage = magic.parser.format_usage().strip().lstrip(":").strip()  # "%name [--opt ...]"
+        raise UsageError(f"{exc}\nusage: {prefix}{usage}") from None
+
+
+def _layer(args) -> dict:
+    return _cell.line_config(arch=args.arch, compiler=args.compiler,
+                             target_format=args.target_format, nvrtc=args.nvrtc, nvcc=args.nvcc,
+                             ptxas=args.ptxas, backend_config=args.backend_config)
+
+
+@magics_class
+class CudaMagics(Magics):
+    """``%%cuda`` compiles a cell of CUDA C++; ``%cuda_config`` sets session defaults."""
+
+    defaults = Dict(help="Session defaults: a flat config such as {'arch': 'sm_90a'}; "
+                         "%cuda_config edits it.").tag(config=True)
+    preset = Unicode(None, allow_none=True, help="The session's preset layer.").tag(config=True)
+    cache_dir = Unicode(None, allow_none=True,
+                        help="Also keep compiled binaries on disk here.").tag(config=True)
+
+    @validate("defaults")
+    def _valid_defaults(self, proposal):
+        try:
+            return dict(validate_config(proposal["value"]))
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+
+    @validate("preset")
+    def _valid_preset(self, proposal):
+        if proposal["value"] is not None:
+            try:
+                get_preset(proposal["value"])
+            except ConfigError as exc:
+                raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    @observe("cache_dir")
+    def _cache_dir_changed(self, change):
+        set_cache_dir(change["new"])
+
+    @magic_arguments()
+    @config_options
+    @argument("--instantiate", action="append", metavar='"NAME<T>"',
+              help='instantiate a template kernel, e.g. --instantiate "axpy<float>" (repeatable)')
+    @argument("--name", help="also bind the compiled module under this name")
+    @argument("--compile-only", action="store_true",
+              help="compile and show; bind no kernels and do not load anything on the GPU")
+    @argument("--force", action="store_true", help="recompile even if the cache has this build")
+    @argument("--quiet", action="store_true", help="show nothing (errors still show)")
+    @cell_magic
+    def cuda(self, line, cell):
+        """Compile this cell of CUDA C++ and bind its kernels by name.
+
+        Configuration comes in layers, lowest first: built-in defaults,
+        a preset, the session (%cuda_config), the cell (this line and the
+        cell's leading ``//|`` lines, YAML) and a kernel (a ``//|`` block
+        directly above one ``__global__``).  A key set both on this line and
+        in the cell header is an error.  Kernels whose resolved configs are
+        equal share one module; others get their own build of the cell.
+
+        Launch a kernel as ``scale[grid, block](x, y, 2.0, n)`` with NumPy
+        arrays (copied to the GPU and back), CuPy/PyTorch arrays (by pointer)
+        and Python numbers (cast to the declared C type).
+
+        Examples::
+
+            %%cuda --arch sm_90a --nvrtc "--use_fast_math --ftz=false"
+            //| ptxas: [-v, --warn-on-spills]
+            extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+                int i = blockIdx.x * blockDim.x + threadIdx.x;
+                if (i < n) y[i] = a * x[i];
+            }
+
+            //| nvrtc: [--use_fast_math, --ftz=true]
+            extern "C" __global__ void scale_ftz(const float* x, float* y, float a, int n) { ... }
+
+            scale[n // 256 + 1, 256](x, y, 2.0, n)
+
+            %%cuda --instantiate "axpy<float>" --name m
+            template <typename T> __global__ void axpy(T a, const T* x, T* y) { ... }
+
+            axpy_float[...](...);  m["axpy<float>"]
+        """
+        args = _parse(self.cuda, line, "%")
+        module = _cell.build(cell, _layer(args), session=self.defaults,
+                             preset=args.preset or self.preset, instantiate=args.instantiate or (),
+                             force=args.force,
+                             load=not args.compile_only and detect_arch() is not None)
+        if not args.compile_only:
+            self.shell.user_ns.update(module.python_names())
+        if args.name:
+            self.shell.user_ns[args.name] = module
+        return None if args.quiet else module
+
+    @magic_arguments()
+    @config_options
+    @argument("--unset", action="append", metavar="KEY", help="drop a session default (repeatable)")
+    @argument("--reset", action="store_true", help="drop all session defaults and the preset")
+    @argument("--json", action="store_true", help="print the resolved config as canonical JSON")
+    @argument("--register-preset", nargs=2, metavar=("NAME", "JSON"),
+              help="register a preset from a JSON config")
+    @line_magic
+    def cuda_config(self, line):
+        """Show or set the session defaults.
+
+        With no arguments: the session defaults and the fully resolved config,
+        each key with the layer that set it.  The ``%%cuda`` config flags set
+        session defaults; ``--preset NAME`` sets the session preset.
+
+        Examples::
+
+            %cuda_config --arch sm_90a --nvrtc "--use_fast_math --ftz=false"
+            %cuda_config --preset hopper
+            %cuda_config --unset nvrtc
+            %cuda_config --register-preset mine '{"cuda": {"ptxas": ["-v"]}}'
+            %cuda_config --json
+            %cuda_config --reset
+        """
+        args = _parse(self.cuda_config, line, "")
+        defaults, preset = dict(self.defaults), self.preset
+        if args.reset:
+            defaults, preset = {}, None
+        for key in args.unset or ():
+            if key not in KEYS:
+                raise UsageError(f"--unset {key}: unknown key; the keys are {', '.join(KEYS)}")
+            defaults.pop(key, None)
+        defaults.update(_layer(args))
+        if args.register_preset:
+            name, text = args.register_preset
+            register_preset(name, from_json(text), override=True)
+        if args.preset:
+            get_preset(args.preset)
+            preset = args.preset
+        self.defaults, self.preset = defaults, preset
+        if args.json:
+            print(json.dumps({"cuda": _cell.session_config(defaults, preset).config},
+                             sort_keys=True, separators=(",", ":")))
+        elif args.register_preset and line.split()[0] == "--register-preset" and len(
+                arg_split(line, posix=True)) == 3:
+            print(f"registered preset {args.register_preset[0]!r}: "
+                  f"{get_preset(args.register_preset[0])}")
+        else:
+            print(_cell.describe_session(defaults, preset))
+
+
+def load(ip) -> None:
+    ip.register_magics(CudaMagics)

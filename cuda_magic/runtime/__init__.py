@@ -1,0 +1,14 @@
+"""Runtime: in-memory module loading, Kernel objects, argument marshalling, launch, timing.
+
+Only this layer needs a driver, and only when a kernel is loaded or launched.
+"""
+
+from .args import ArgumentError, ArgumentRangeError
+from .driver import CudaError, NoGPUError, driver_version, lost, synchronize
+from .kernel import BenchResult, Kernel
+from .types import SCALARS, Param, Scalar, canonical_type
+from .worker import isolate
+
+__all__ = ["ArgumentError", "ArgumentRangeError", "BenchResult", "CudaError", "Kernel",
+           "NoGPUError", "Param", "Scalar", "SCALARS", "canonical_type", "driver_version",
+           "isolate", "lost", "synchronize"]

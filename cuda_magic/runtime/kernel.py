@@ -1,0 +1,323 @@
+"""Kernel objects: ``k[grid, block](*args)``, ``k.launch(...)``, ``k.attributes``, ``k.bench(...)``."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..compiler import CompilationResult
+from . import driver, worker
+from .args import ArgumentError, Packer, release
+from .driver import CudaError, api, check
+from .types import Param
+
+__all__ = ["Kernel", "BenchResult"]
+
+
+def _dims(v, what: str) -> tuple[int, int, int]:
+    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if not t or len(t) > 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+                                      for x in t):
+        raise ArgumentError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, not {v!r}")
+    return t + (1,) * (3 - len(t))
+
+
+def _stream(s) -> int:
+    if s is None or s == 0:
+        return 0
+    if isinstance(s, int):
+        return s
+    for attr in ("ptr", "cuda_stream"):            # CuPy, PyTorch
+        if hasattr(s, attr):
+            return int(getattr(s, attr))
+    if hasattr(s, "__cuda_stream__"):              # cuda.core and the stream protocol
+        return int(s.__cuda_stream__()[1])
+    try:
+        return int(s)                              # cuda.bindings CUstream
+    except TypeError:
+        raise ArgumentError(f"stream must be None, an int handle or a CUDA stream object "
+                        f"(CuPy, PyTorch, cuda.core), not {type(s).__name__}") from None
+
+
+_ATTRIBUTES = {
+    "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
+    "shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
+    "constant": "CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES",
+    "local": "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",
+    "max_threads_per_block": "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
+    "max_dynamic_shared": "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+    "ptx_version": "CU_FUNC_ATTRIBUTE_PTX_VERSION",
+    "binary_version": "CU_FUNC_ATTRIBUTE_BINARY_VERSION",
+}
+
+
+class Kernel:
+    """A compiled kernel, launchable on arrays.
+
+    ``k[grid, block](*args)`` or ``k[grid, block, shared_mem, stream](*args)``
+    (grid and block: an int or a tuple of up to three), or
+    ``k.launch(grid=, block=, args=, shared_mem=0, stream=None)``.
+    Arguments follow the C signature (``k.params``): NumPy arrays are copied
+    to the GPU and back (non-const pointers) after the kernel finished;
+    CuPy/PyTorch/Numba arrays go by pointer, asynchronously on ``stream``
+    (default: the legacy default stream, which orders with CuPy's and
+    PyTorch's defaults); Python numbers are cast to the declared type.
+    Kernels whose source uses ``printf``/``assert`` synchronise after each
+    launch so their output appears in the cell.
+    """
+
+    def __init__(self, name: str, params: Sequence[Param], result: CompilationResult,
+                 symbol: str | None = None, printf: bool = False):
+        self.name, self.params, self.result = name, tuple(params), result
+        self.symbol = symbol
+        self.printf = printf
+        self._bound = None          # (library, CUkernel, Packer)
+        self._launchers: dict = {}
+        self._max_dynamic = 48 * 1024
+
+    # -- loading ---------------------------------------------------------------------------
+    def _bind(self):
+        b = self._bound
+        if b is not None:
+            return b
+        r = self.result
+        lib = driver.load(r.key, r.binary, r.format, r.arch)
+        symbol = self.symbol or self._find_symbol(lib)
+        handle = lib.kernel(symbol)
+        packer = Packer(self.name, self.params, self._layout(handle))
+        self.symbol = symbol
+        self._bound = b = (lib, handle, packer)
+        self._max_dynamic = 48 * 1024
+        return b
+
+    def _find_symbol(self, lib) -> str:
+        from ..compiler import match_symbol
+        symbols = lib.symbols()
+        found = match_symbol(self.name, symbols)
+        if found is None:
+            raise CudaError(f"kernel '{self.name}' is not in the compiled module (it has: "
+                            f"{', '.join(symbols) or 'no kernels'})", "CUDA_ERROR_NOT_FOUND")
+        return found
+
+    @staticmethod
+    def _layout(handle) -> list[tuple[int, int]]:
+        drv = api()
+        out = []
+        while True:
+            err, offset, size = drv.cuKernelGetParamInfo(handle, len(out))
+            if err == drv.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+                return out
+            check((err,), "cuKernelGetParamInfo")
+            out.append((int(offset), int(size)))
+
+    def load(self) -> "Kernel":
+        """Load the module now (otherwise the first launch does); returns the kernel."""
+        self._bind()
+        return self
+
+    @property
+    def loaded(self) -> bool:
+        return self._bound is not None
+
+    # -- launching -------------------------------------------------------------------------
+    def __getitem__(self, key):
+        try:
+            launcher = self._launchers.get(key)
+        except TypeError:  # an unhashable stream object
+            launcher = None
+        if launcher is None:
+            if not isinstance(key, tuple) or not 2 <= len(key) <= 4:
+                raise ArgumentError(f"launch as {self.name}[grid, block](*args) or "
+                                f"{self.name}[grid, block, shared_mem, stream](*args)")
+            grid, block = _dims(key[0], "grid"), _dims(key[1], "block")
+            shared = key[2] if len(key) > 2 else 0
+            if not isinstance(shared, int) or shared < 0:
+                raise ArgumentError(f"shared_mem must be a non-negative int of bytes, not {shared!r}")
+            launcher = _Launcher(self, grid + block, shared, _stream(key[3] if len(key) > 3 else None))
+            if len(self._launchers) > 64:
+                self._launchers.clear()
+            try:
+                self._launchers[key] = launcher
+            except TypeError:  # an unhashable stream object
+                pass
+        return launcher
+
+    def launch(self, grid, block, args: Sequence = (), shared_mem: int = 0, stream=None) -> None:
+        """Launch with keywords: ``k.launch(grid=(64,), block=256, args=(x, y, 2.0, n))``."""
+        self[grid, block, shared_mem, stream](*args)
+
+    def __call__(self, *args, **kwargs):
+        raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")
+
+    def _run(self, dims, shared, stream, args) -> None:
+        if driver.lost() is not None or worker.enabled():
+            return worker.call(self, "run", dims, shared, args)
+        _, handle, packer = self._bind()
+        if shared > self._max_dynamic:
+            self._allow_shared(handle, shared)
+        staged: list = []
+        try:
+            params = packer.pack(args, staged)
+            if self.printf:
+                _captured(lambda: self._launch(handle, dims, shared, stream, params, True))
+            else:
+                self._launch(handle, dims, shared, stream, params, False)
+        except BaseException:
+            if staged:
+                release(staged, stream, copy_back=False)
+            raise
+        if staged:
+            release(staged, stream, copy_back=True)
+
+    def _launch(self, handle, dims, shared, stream, params, sync: bool) -> None:
+        drv = api()
+        err, = drv.cuLaunchKernel(handle, *dims, shared, stream, params, 0)
+        if err != 0:
+            if getattr(err, "name", "") == "CUDA_ERROR_INVALID_CONTEXT":  # a new thread
+                driver.context()
+                err, = drv.cuLaunchKernel(handle, *dims, shared, stream, params, 0)
+            if err != 0:
+                check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
+                              f"shared_mem={shared}]")
+        if sync:
+            check(drv.cuCtxSynchronize(), f"running {self.name}")
+
+    def _allow_shared(self, handle, shared: int) -> None:
+        drv = api()
+        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        check(drv.cuKernelSetAttribute(attr, shared, handle, driver.device()),
+              f"allowing {shared} bytes of dynamic shared memory for {self.name}")
+        self._max_dynamic = shared
+
+    # -- inspecting and timing -------------------------------------------------------------
+    @property
+    def attributes(self) -> dict[str, int]:
+        """The driver's view of the loaded kernel: registers, shared/constant/local bytes, ..."""
+        if driver.lost() is not None or worker.enabled():
+            return worker.call(self, "attributes")
+        _, handle, _ = self._bind()
+        drv = api()
+        out = {}
+        for key, attr in _ATTRIBUTES.items():
+            out[key] = int(check(drv.cuKernelGetAttribute(getattr(drv.CUfunction_attribute, attr),
+                                                           handle, driver.device()), attr))
+        return out
+
+    def bench(self, grid, block, *args, repeat: int = 100, warmup: int = 3, shared_mem: int = 0,
+              stream=None, nbytes: int | None = None) -> "BenchResult":
+        """Time ``repeat`` launches with CUDA events; median and min, and GB/s given ``nbytes``.
+
+        NumPy arguments are copied to the GPU once, before timing.
+        """
+        if repeat < 1:
+            raise ValueError("repeat must be >= 1")
+        dims = _dims(grid, "grid") + _dims(block, "block")
+        if driver.lost() is not None or worker.enabled():
+            return worker.call(self, "bench", dims, shared_mem, args, repeat, warmup, nbytes)
+        s = _stream(stream)
+        _, handle, packer = self._bind()
+        if shared_mem > self._max_dynamic:
+            self._allow_shared(handle, shared_mem)
+        drv = api()
+        staged: list = []
+        events = []
+        try:
+            params = packer.pack(args, staged)
+            for _ in range(warmup):
+                self._launch(handle, dims, shared_mem, s, params, False)
+            for _ in range(repeat):
+                pair = (check(drv.cuEventCreate(0), "cuEventCreate"),
+                        check(drv.cuEventCreate(0), "cuEventCreate"))
+                events.append(pair)
+                check(drv.cuEventRecord(pair[0], s), "cuEventRecord")
+                self._launch(handle, dims, shared_mem, s, params, False)
+                check(drv.cuEventRecord(pair[1], s), "cuEventRecord")
+            check(drv.cuEventSynchronize(events[-1][1]), f"running {self.name}")
+            times = [float(check(drv.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
+                     for a, b in events]
+        finally:
+            for a, b in events:
+                drv.cuEventDestroy(a)
+                drv.cuEventDestroy(b)
+            if staged:
+                release(staged, s, copy_back=False)
+        return BenchResult(self.name, dims, times, nbytes)
+
+    def __repr__(self) -> str:
+        sig = ", ".join(str(p) for p in self.params)
+        state = "loaded" if self.loaded else "not loaded"
+        return f"<Kernel {self.name}({sig}) {self.result.arch} {self.result.format}, {state}>"
+
+
+class _Launcher:
+    __slots__ = ("kernel", "dims", "shared", "stream")
+
+    def __init__(self, kernel, dims, shared, stream):
+        self.kernel, self.dims, self.shared, self.stream = kernel, dims, shared, stream
+
+    def __call__(self, *args) -> None:
+        self.kernel._run(self.dims, self.shared, self.stream, args)
+
+
+@dataclass
+class BenchResult:
+    """Kernel times in milliseconds from CUDA events."""
+
+    kernel: str
+    dims: tuple
+    times_ms: list = field(repr=False)
+    nbytes: int | None = None
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.times_ms)
+
+    @property
+    def min_ms(self) -> float:
+        return min(self.times_ms)
+
+    @property
+    def gbps(self) -> float | None:
+        """Bytes moved per second at the median time, in GB/s (1e9), if ``nbytes`` was given."""
+        return None if not self.nbytes else self.nbytes / (self.median_ms * 1e-3) / 1e9
+
+    def __repr__(self) -> str:
+        g, b = self.dims[:3], self.dims[3:]
+        bw = f", {self.gbps:.1f} GB/s" if self.gbps else ""
+        return (f"{self.kernel}[grid={g}, block={b}]: median {_us(self.median_ms)}, "
+                f"min {_us(self.min_ms)} over {len(self.times_ms)} runs{bw}")
+
+
+def _us(ms: float) -> str:
+    return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.3f} ms"
+
+
+_libc = None
+
+
+def _captured(run) -> None:
+    """Run ``run`` with file descriptor 1 redirected, then write what the GPU printed to sys.stdout."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    _libc.fflush(None)
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 1)
+        try:
+            run()
+        finally:
+            _libc.fflush(None)  # the driver writes device printf through C stdio
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode(errors="replace")
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()

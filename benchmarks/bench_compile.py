@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cuda_magic  # noqa: E402
-from cuda.bindings import nvrtc  # noqa: E402
+from common import bare_nvrtc, interleaved, timed  # noqa: E402
 
 SRC = r'''
 extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
@@ -37,41 +37,6 @@ extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, fl
 '''
 NVRTC_CFG = {"cuda": {"arch": "sm_90a"}}
 NVCC_CFG = {"cuda": {"arch": "sm_90a", "compiler": "nvcc"}}
-
-
-def bare_nvrtc(argv: tuple[str, ...]) -> bytes:
-    """The minimum a hand-written NVRTC call does: create, compile, log, CUBIN, destroy."""
-    err, prog = nvrtc.nvrtcCreateProgram(SRC.encode(), b"cell.cu", 0, [], [])
-    assert int(err) == 0, err
-    try:
-        opts = [a.encode() for a in argv]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = bytearray(size)
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        assert int(err) == 0, bytes(log).decode()
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = bytearray(size)
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-        return bytes(cubin)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1e3
-
-
-def interleaved(a, b, repeat: int, warmup: int = 2) -> tuple[list[float], list[float]]:
-    for _ in range(warmup):
-        a(), b()
-    ta, tb = [], []
-    for _ in range(repeat):
-        ta.append(timed(a))
-        tb.append(timed(b))
-    return ta, tb
 
 
 def facts() -> None:
@@ -103,7 +68,7 @@ def main() -> None:
     # 1. cold NVRTC: wrapper vs bare, same argv
     argv = cuda_magic.compile_source(SRC, NVRTC_CFG, force=True).argv
     a, b = interleaved(lambda: cuda_magic.compile_source(SRC, NVRTC_CFG, force=True),
-                       lambda: bare_nvrtc(argv), n_nvrtc)
+                       lambda: bare_nvrtc(SRC, argv), n_nvrtc)
     rows.append(("NVRTC cold compile", n_nvrtc, a, b, 15.0))
 
     # 2. cache hit (the entry exists from the runs above)

@@ -1,5 +1,6 @@
-"""cuda-magic: compile CUDA C++ in a notebook under a configuration you can see.
+"""cuda-magic: compile CUDA C++ in a notebook under a configuration you can see, and launch it.
 
+``%load_ext cuda_magic`` registers ``%%cuda`` and ``%cuda_config``.
 Importing this package does not initialise CUDA.  The Python API::
 
     from cuda_magic import compile_source, sass, ptx
@@ -8,6 +9,7 @@ Importing this package does not initialise CUDA.  The Python API::
 """
 
 from .arch import detect_arch
+from .cell import CellError, Module, build, line_config
 from .backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
                        register_backend)
 from .compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
@@ -16,10 +18,14 @@ from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_
                      list_presets, register_preset, resolve, validate)
 from .inspect import ptx, sass, sass_text
 from .ptxas import Resources, parse_ptxas
+from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
+                      isolate, lost, synchronize)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError", "ArgumentRangeError", "BenchResult", "CellError", "CudaError", "Kernel",
+    "Module", "NoGPUError", "build", "isolate", "line_config", "lost", "synchronize",
     "Backend", "BackendConfig", "CompilationResult", "CompileError", "ConfigError", "Resolved",
     "Resources", "ToolNotFoundError", "canonical_json", "clear_cache", "compile_resolved",
     "compile_source", "detect_arch", "from_json", "get_backend", "list_backends", "list_presets",

@@ -8,6 +8,7 @@ is needed unless a kernel is launched.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -82,8 +83,10 @@ def _header(lines: list[str], first: int) -> tuple[dict, dict]:
         raise CellError(str(exc), where.get(exc.key, first), exc.key) from None
 
 
+@functools.lru_cache(maxsize=64)
 def parse_cell(text: str) -> ParsedCell:
-    """Find the cell header, the kernels and each kernel's ``//|`` block."""
+    """Find the cell header, the kernels and each kernel's ``//|`` block (cached by text: an
+    unchanged re-run parses nothing)."""
     lines = text.splitlines()
     is_header = [ln.lstrip().startswith(HEADER) for ln in lines]
     # The cell header: the //| lines at the top (blank lines before them are allowed).

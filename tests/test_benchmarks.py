@@ -13,3 +13,26 @@ def test_bench_compile_runs():
     assert out.returncode == 0, out.stderr
     for row in ("NVRTC cold compile", "NVRTC cache hit", "nvcc compile"):
         assert row in out.stdout
+
+
+def _run_script(name: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", name), *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_bench_cell_quick():
+    out = _run_script("bench_cell.py", "--quick", "--repeat", "2")
+    assert out.returncode == 0, out.stderr
+    for row in ("cold small cell", "cold 2-kernel cell", "re-run small cell",
+                "re-run 2-kernel cell", "%load_ext cuda_magic"):
+        assert row in out.stdout
+    assert "compiler calls during re-runs: 0" in out.stdout
+
+
+def test_bench_launch_quick():
+    out = _run_script("bench_launch.py", "--quick", "--repeat", "2")
+    assert out.returncode == 0, out.stderr
+    assert ("no GPU: skipped" in out.stdout or "no CuPy: skipped" in out.stdout
+            or "GB/s vs cuLaunchKernel" in out.stdout), out.stdout

@@ -220,3 +220,35 @@ def test_bad_arguments_name_the_parameter(shell):
     with pytest.raises(TypeError, match="parameter 'y'.*not C-contiguous"):
         k[1, 4](x, np.zeros((4, 2), np.float32)[:, 0], 1.0, 4)
     k[1, 4](x, x, 1.0, 4)  # nothing was left half-staged
+
+
+def test_ptx_the_driver_refuses_goes_through_nvjitlink(shell, monkeypatch):
+    """PTX newer than the driver (NVRTC 13.5 PTX on a 13.0 driver) is linked to cubin by nvJitLink."""
+    from cuda_magic.runtime import driver
+    m = shell.run_cell_magic("cuda", "--target-format ptx --compile-only", SAXPY.replace("scale", "scale_ptx"))
+    real = driver.api().cuLibraryLoadData
+    refused = []
+
+    def refuse_ptx(image, *rest):            # this driver accepts its own NVRTC's PTX: act as an older one
+        if image.lstrip().startswith(b"//") and not refused:
+            refused.append(image)
+            return driver.api().CUresult.CUDA_ERROR_UNSUPPORTED_PTX_VERSION, None
+        return real(image, *rest)
+    monkeypatch.setattr(driver.api(), "cuLibraryLoadData", refuse_ptx)
+    x = np.arange(32, dtype=np.float32)
+    y = np.zeros_like(x)
+    m["scale_ptx"][1, 32](x, y, 4.0, 32)
+    np.testing.assert_array_equal(y, 4 * x)
+    lib = driver.load(m.result.key, m.result.binary, "ptx", m.result.arch)
+    assert refused and lib.image[:4] == b"\x7fELF" and "compiled to cubin with nvJitLink" in lib.jit_note
+
+
+def test_ptx_too_new_for_driver_and_nvjitlink_names_both(shell):
+    from cuda_magic.runtime import CudaError
+    m = shell.run_cell_magic("cuda", "--target-format ptx --compile-only", SAXPY)
+    import re
+    from cuda_magic.runtime import driver
+    ptx = re.sub(rb"\.version \d+\.\d+", b".version 99.9", m.result.binary)
+    with pytest.raises(CudaError, match=r"PTX \(ISA 99\.9\) is newer than the CUDA \d+\.\d+ driver.*"
+                                        r"nvJitLink could not"):
+        driver.load("too-new", ptx, "ptx", m.result.arch)

@@ -174,15 +174,38 @@ def _struct(packer: Packer, p: Param, size: int):
 # --- pointers -----------------------------------------------------------------------------
 
 def _pointer(packer: Packer, p: Param):
-    want = p.scalar if p.pointer == 1 else None
+    want = _Want(p.scalar if p.pointer == 1 else None)
     writes = not p.const
+    fast: dict = {}   # type -> a one-argument check for CuPy/PyTorch arrays already seen
 
     def conv(a, staged):
+        f = fast.get(type(a))
+        if f is not None:
+            return f(a)
         handler = _HANDLERS.get(type(a))
         if handler is None:
             handler = _handler_for(type(a))
-        return handler(a, packer, p, want, writes, staged)
+        ptr = handler(a, packer, p, want, writes, staged)
+        if handler in _FAST:
+            fast[type(a)] = _FAST[handler](a, packer, p, want, writes)
+        return ptr
     return conv
+
+
+class _Want:
+    """A pointer parameter's pointee, with the verdict on each dtype seen."""
+
+    __slots__ = ("scalar", "seen")
+
+    def __init__(self, scalar: Scalar | None):
+        self.scalar, self.seen = scalar, {}
+
+    def accepts(self, key, name) -> bool:
+        """Whether dtype ``key`` (a NumPy or torch dtype, or a typestr) may be passed; ``name()`` names it."""
+        ok = self.seen.get(key)
+        if ok is None:
+            ok = self.seen[key] = _dtype_ok(self.scalar, name())
+        return ok
 
 
 _OK: dict = {}
@@ -215,12 +238,13 @@ def _dtype_ok(want: Scalar | None, name: str) -> bool:
 
 
 def _wrong_dtype(packer, p, want, name):
-    return ArgumentError(f"{packer._where(p)} points to {p.type} ({want.dtype}); got a {name} array")
+    return ArgumentError(f"{packer._where(p)} points to {p.type} ({want.scalar.dtype}); got a {name} "
+                         f"array")
 
 
 def _numpy(a, packer, p, want, writes, staged):
     d = a.dtype
-    if not _dtype_ok(want, d.name) or not d.isnative:
+    if not want.accepts(d, lambda: d.name) or not d.isnative:
         raise _wrong_dtype(packer, p, want, d.str if not d.isnative else d.name)
     if not a.flags.c_contiguous:
         raise ArgumentError(f"{packer._where(p)}: the NumPy array is not C-contiguous; pass "
@@ -259,7 +283,7 @@ def _cai(a, packer, p, want, writes, staged):
     cai = a.__cuda_array_interface__
     import numpy as np
     d = np.dtype(cai["typestr"])
-    if not _dtype_ok(want, d.name):
+    if not want.accepts(d, lambda: d.name):
         raise _wrong_dtype(packer, p, want, d.name)
     if not _c_contiguous(cai["shape"], cai.get("strides"), d.itemsize):
         raise ArgumentError(f"{packer._where(p)}: the device array is not C-contiguous")
@@ -267,32 +291,54 @@ def _cai(a, packer, p, want, writes, staged):
 
 
 def _cupy(a, packer, p, want, writes, staged):
-    if want is not None and not _dtype_ok(want, a.dtype.name):
-        raise _wrong_dtype(packer, p, want, a.dtype.name)
-    if not a.flags.c_contiguous:
+    d = a.dtype
+    if not want.accepts(d, lambda: d.name):
+        raise _wrong_dtype(packer, p, want, d.name)
+    if not a._c_contiguous:
         raise ArgumentError(f"{packer._where(p)}: the CuPy array is not C-contiguous")
     return a.data.ptr
+
+
+def _cupy_fast(a, packer, p, want, writes):
+    ok = want.seen
+
+    def f(a):
+        if ok.get(a.dtype) and a._c_contiguous:
+            return a.data.ptr
+        return _cupy(a, packer, p, want, writes, None)  # raises the full error
+    return f
+
+
+def _torch_fast(a, packer, p, want, writes):
+    ok = want.seen
+
+    def f(a):
+        if a.is_cuda and ok.get(a.dtype) and a.is_contiguous():
+            return a.data_ptr()
+        return _torch(a, packer, p, want, writes, None)
+    return f
+
+
+def _cupy_flags(a, packer, p, want, writes, staged):  # a CuPy without the _c_contiguous field
+    if not a.flags.c_contiguous:
+        raise ArgumentError(f"{packer._where(p)}: the CuPy array is not C-contiguous")
+    return _cai(a, packer, p, want, writes, staged)
 
 
 def _torch(a, packer, p, want, writes, staged):
     if not a.is_cuda:
         raise ArgumentError(f"{packer._where(p)}: the tensor is on the CPU; move it with .cuda() "
                         f"or pass .numpy()")
-    if want is not None and not _dtype_ok(want, _torch_name(a.dtype)):
-        raise _wrong_dtype(packer, p, want, _torch_name(a.dtype))
+    d = a.dtype
+    if not want.accepts(d, lambda: _torch_name(d)):
+        raise _wrong_dtype(packer, p, want, _torch_name(d))
     if not a.is_contiguous():
         raise ArgumentError(f"{packer._where(p)}: the tensor is not contiguous; pass .contiguous()")
     return a.data_ptr()
 
 
-_TORCH_NAMES: dict = {}
-
-
 def _torch_name(dtype) -> str:
-    name = _TORCH_NAMES.get(dtype)
-    if name is None:
-        name = _TORCH_NAMES[dtype] = str(dtype).rsplit(".", 1)[-1]
-    return name
+    return str(dtype).rsplit(".", 1)[-1]
 
 
 def _null(a, packer, p, want, writes, staged):
@@ -316,7 +362,7 @@ def _handler_for(t: type):
     if mod == "numpy" and t.__name__ == "ndarray":
         h = _numpy
     elif mod == "cupy" and hasattr(t, "data") and hasattr(t, "__cuda_array_interface__"):
-        h = _cupy
+        h = _cupy if hasattr(t, "_c_contiguous") else _cupy_flags
     elif mod == "torch" and hasattr(t, "data_ptr") and hasattr(t, "is_cuda"):
         h = _torch
     elif hasattr(t, "__cuda_array_interface__"):
@@ -335,6 +381,9 @@ def _instance(a, packer, p, want, writes, staged):
     return _bad(a, packer, p, want, writes, staged)
 
 
+
+
+_FAST = {_cupy: _cupy_fast, _torch: _torch_fast}
 
 
 def release(staged: list, stream, copy_back: bool) -> None:

@@ -35,7 +35,7 @@ class NoGPUError(CudaError):
 
 _LOCK = threading.RLock()
 _local = threading.local()
-_state: dict = {"lost": None}
+_state: dict = {"lost": None, "isolated": False}
 
 # Errors after which the context cannot be used again (CUDA calls them "sticky").
 _STICKY = {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
@@ -60,6 +60,8 @@ def api():
 
 
 def _error(drv, err, what: str) -> CudaError:
+    if isinstance(err, int) and not hasattr(err, "name"):
+        err = drv.CUresult(err)
     name = getattr(err, "name", str(err))
     _, text = drv.cuGetErrorString(err)
     text = text.decode() if isinstance(text, bytes) else str(text)
@@ -94,6 +96,11 @@ LOST_NOTE = (". A kernel fault ends CUDA in this process for good (the driver al
 def lost() -> str | None:
     """The error that ended CUDA in this process, or None while it is usable."""
     return _state["lost"]
+
+
+def elsewhere() -> bool:
+    """Whether launches go to the helper process (CUDA here is lost, or ``isolate()`` is on)."""
+    return _state["lost"] is not None or _state["isolated"]
 
 
 def context():
@@ -197,11 +204,11 @@ def load(key: str, binary: bytes, fmt: str, arch: str) -> Library:
     context()
     drv = api()
     image = binary + b"\0" if fmt == "ptx" and not binary.endswith(b"\0") else binary
-    err, handle = drv.cuLibraryLoadData(image, None, None, 0, None, None, 0)
+    err, handle = _load_now(drv, image)
     note = ""
     if err != 0 and fmt == "ptx" and getattr(err, "name", "") == "CUDA_ERROR_UNSUPPORTED_PTX_VERSION":
         image, note = _jit_link(binary, arch)
-        err, handle = drv.cuLibraryLoadData(image, None, None, 0, None, None, 0)
+        err, handle = _load_now(drv, image)
     if err != 0:
         exc = _error(drv, err, f"loading the {fmt} for {arch}")
         if exc.name in ("CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE",
@@ -212,6 +219,17 @@ def load(key: str, binary: bytes, fmt: str, arch: str) -> Library:
     lib = Library(handle, image, note)
     _LIBRARIES[key] = lib
     return lib
+
+
+def _load_now(drv, image: bytes):
+    """``cuLibraryLoadData``, then ``cuLibraryGetModule`` so that lazy loading (the default)
+    cannot postpone a refusal (PTX too new, no code for this GPU) to the first launch."""
+    err, handle = drv.cuLibraryLoadData(image, None, None, 0, None, None, 0)
+    if err == 0:
+        err = drv.cuLibraryGetModule(handle)[0]
+        if err != 0:
+            drv.cuLibraryUnload(handle)
+    return err, handle
 
 
 def _jit_link(ptx: bytes, arch: str) -> tuple[bytes, str]:

@@ -44,6 +44,8 @@ def _stream(s) -> int:
                         f"(CuPy, PyTorch, cuda.core), not {type(s).__name__}") from None
 
 
+INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
+
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
     "shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
@@ -76,7 +78,7 @@ class Kernel:
         self.name, self.params, self.result = name, tuple(params), result
         self.symbol = symbol
         self.printf = printf
-        self._bound = None          # (library, CUkernel, Packer)
+        self._bound = None          # (library, CUkernel, Packer, cuLaunchKernel)
         self._launchers: dict = {}
         self._max_dynamic = 48 * 1024
 
@@ -91,7 +93,7 @@ class Kernel:
         handle = lib.kernel(symbol)
         packer = Packer(self.name, self.params, self._layout(handle))
         self.symbol = symbol
-        self._bound = b = (lib, handle, packer)
+        self._bound = b = (lib, handle, packer, api().cuLaunchKernel)
         self._max_dynamic = 48 * 1024
         return b
 
@@ -155,18 +157,22 @@ class Kernel:
         raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")
 
     def _run(self, dims, shared, stream, args) -> None:
-        if driver.lost() is not None or worker.enabled():
-            return worker.call(self, "run", dims, shared, args)
-        _, handle, packer = self._bind()
+        b = self._bound
+        if b is None or driver.elsewhere():
+            if driver.elsewhere():
+                return worker.call(self, "run", dims, shared, args)
+            b = self._bind()
         if shared > self._max_dynamic:
-            self._allow_shared(handle, shared)
+            self._allow_shared(b[1], shared)
         staged: list = []
         try:
-            params = packer.pack(args, staged)
+            params = b[2].pack(args, staged)
             if self.printf:
-                _captured(lambda: self._launch(handle, dims, shared, stream, params, True))
+                _captured(lambda: self._launch(b[1], dims, shared, stream, params, True))
             else:
-                self._launch(handle, dims, shared, stream, params, False)
+                err = b[3](b[1], *dims, shared, stream, params, 0)[0]
+                if err != 0:
+                    self._launch(b[1], dims, shared, stream, params, False, err)
         except BaseException:
             if staged:
                 release(staged, stream, copy_back=False)
@@ -174,18 +180,18 @@ class Kernel:
         if staged:
             release(staged, stream, copy_back=True)
 
-    def _launch(self, handle, dims, shared, stream, params, sync: bool) -> None:
-        drv = api()
-        err, = drv.cuLaunchKernel(handle, *dims, shared, stream, params, 0)
+    def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0) -> None:
+        launch = api().cuLaunchKernel
+        if not err:
+            err = launch(handle, *dims, shared, stream, params, 0)[0]
+        if err == INVALID_CONTEXT:  # a thread that has not used CUDA yet
+            driver.context()
+            err = launch(handle, *dims, shared, stream, params, 0)[0]
         if err != 0:
-            if getattr(err, "name", "") == "CUDA_ERROR_INVALID_CONTEXT":  # a new thread
-                driver.context()
-                err, = drv.cuLaunchKernel(handle, *dims, shared, stream, params, 0)
-            if err != 0:
-                check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
-                              f"shared_mem={shared}]")
+            check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
+                          f"shared_mem={shared}]")
         if sync:
-            check(drv.cuCtxSynchronize(), f"running {self.name}")
+            check(api().cuCtxSynchronize(), f"running {self.name}")
 
     def _allow_shared(self, handle, shared: int) -> None:
         drv = api()
@@ -198,9 +204,9 @@ class Kernel:
     @property
     def attributes(self) -> dict[str, int]:
         """The driver's view of the loaded kernel: registers, shared/constant/local bytes, ..."""
-        if driver.lost() is not None or worker.enabled():
+        if driver.elsewhere():
             return worker.call(self, "attributes")
-        _, handle, _ = self._bind()
+        _, handle, _, _ = self._bind()
         drv = api()
         out = {}
         for key, attr in _ATTRIBUTES.items():
@@ -217,10 +223,10 @@ class Kernel:
         if repeat < 1:
             raise ValueError("repeat must be >= 1")
         dims = _dims(grid, "grid") + _dims(block, "block")
-        if driver.lost() is not None or worker.enabled():
+        if driver.elsewhere():
             return worker.call(self, "bench", dims, shared_mem, args, repeat, warmup, nbytes)
         s = _stream(stream)
-        _, handle, packer = self._bind()
+        _, handle, packer, _ = self._bind()
         if shared_mem > self._max_dynamic:
             self._allow_shared(handle, shared_mem)
         drv = api()

@@ -14,26 +14,23 @@ import io
 import sys
 import threading
 
+from . import driver
 from .args import ArgumentError, ArgumentRangeError
 from .driver import CudaError, NoGPUError
 
-__all__ = ["isolate", "enabled", "call", "stop"]
+__all__ = ["isolate", "call", "stop"]
 
 _lock = threading.Lock()
-_state: dict = {"enabled": False, "proc": None, "conn": None}
+_state: dict = {"proc": None, "conn": None}
 _ERRORS = {c.__name__: c for c in (ArgumentError, ArgumentRangeError, CudaError, NoGPUError,
                                    TypeError, ValueError, OverflowError)}
 
 
 def isolate(on: bool = True) -> None:
     """Launch every kernel in a helper process (``on=False``: in this process again, unless lost)."""
-    _state["enabled"] = bool(on)
+    driver._state["isolated"] = bool(on)
     if not on:
         stop()
-
-
-def enabled() -> bool:
-    return _state["enabled"]
 
 
 def stop() -> None:
@@ -106,7 +103,6 @@ def call(kernel, op: str, *payload):
 def _serve(conn) -> None:  # the helper process
     import numpy as np
 
-    from . import driver
     from .kernel import Kernel
     kernels: dict = {}
     while True:

@@ -1,0 +1,44 @@
+"""Helpers the benchmark scripts share: the bare NVRTC baseline and interleaved A/B timing."""
+
+from __future__ import annotations
+
+import time
+
+from cuda.bindings import nvrtc
+
+
+def bare_nvrtc(src: str, argv: tuple[str, ...]) -> bytes:
+    """The minimum a hand-written NVRTC call does: create, compile, log, CUBIN, destroy."""
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"cell.cu", 0, [], [])
+    assert int(err) == 0, err
+    try:
+        opts = [a.encode() for a in argv]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = bytearray(size)
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        assert int(err) == 0, bytes(log).decode()
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = bytearray(size)
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        return bytes(cubin)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def timed(fn) -> float:
+    """Milliseconds ``fn()`` takes."""
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def interleaved(a, b, repeat: int, warmup: int = 2) -> tuple[list[float], list[float]]:
+    """Time ``a`` and ``b`` alternately, so drift hits both alike."""
+    for _ in range(warmup):
+        a(), b()
+    ta, tb = [], []
+    for _ in range(repeat):
+        ta.append(timed(a))
+        tb.append(timed(b))
+    return ta, tb

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import yaml

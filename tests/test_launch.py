@@ -138,7 +138,7 @@ def test_fault_then_later_cells_compile_and_launch(tmp_path):
 
 
 def test_template_instantiation(shell):
-    m = shell.run_cell_magic("cuda", '--instantiate "axpy<float>" --instantiate "axpy<double>" --name m', r'''
+    shell.run_cell_magic("cuda", '--instantiate "axpy<float>" --instantiate "axpy<double>" --name m', r'''
 template <typename T>
 __global__ void axpy(T a, const T* x, T* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -56,8 +56,9 @@ class Packer:
         fmt, pos, self.convs = ["="], 0, []
         for i, (p, (off, size)) in enumerate(zip(self.params, layout)):
             fmt.append("x" * (off - pos))
+            fast: dict = {}   # argument type -> a one-argument check, for device arrays seen before
             if p.pointer:
-                code, conv = "Q", _pointer(self, p)
+                code, conv = "Q", _pointer(self, p, fast)
             elif p.scalar is not None:
                 code, conv = p.scalar.code, _SCALAR_CONVS.get(p.type, lambda s, p: None)(self, p)
             else:
@@ -68,7 +69,7 @@ class Packer:
             fmt.append(code)
             pos = off + size
             if conv is not None:
-                self.convs.append((i, conv))
+                self.convs.append((i, fast, conv))
         self.struct = struct.Struct("".join(fmt))
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, 1))
         base = ctypes.addressof(self.buffer)
@@ -86,8 +87,10 @@ class Packer:
                             f"({', '.join(str(p) for p in self.params)}), got {len(args)}")
         if self.convs:
             args = list(args)
-            for i, conv in self.convs:
-                args[i] = conv(args[i], staged)
+            for i, fast, conv in self.convs:
+                a = args[i]
+                f = fast.get(type(a))
+                args[i] = f(a) if f is not None else conv(a, staged)
             if staged:  # every argument checked: now copy NumPy arrays to the GPU
                 _stage(staged, args, self.params)
         try:
@@ -173,15 +176,12 @@ def _struct(packer: Packer, p: Param, size: int):
 
 # --- pointers -----------------------------------------------------------------------------
 
-def _pointer(packer: Packer, p: Param):
+def _pointer(packer: Packer, p: Param, fast: dict):
+    """The full check of a pointer argument; it leaves a quick one in ``fast`` for device arrays."""
     want = _Want(p.scalar if p.pointer == 1 else None)
     writes = not p.const
-    fast: dict = {}   # type -> a one-argument check for CuPy/PyTorch arrays already seen
 
     def conv(a, staged):
-        f = fast.get(type(a))
-        if f is not None:
-            return f(a)
         handler = _HANDLERS.get(type(a))
         if handler is None:
             handler = _handler_for(type(a))

@@ -8,7 +8,7 @@ import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..compiler import CompilationResult
 from . import driver, worker
@@ -218,7 +218,7 @@ class Kernel:
               stream=None, nbytes: int | None = None) -> "BenchResult":
         """Time ``repeat`` launches with CUDA events; median and min, and GB/s given ``nbytes``.
 
-        NumPy arguments are copied to the GPU once, before timing.
+        NumPy arguments are copied to the GPU once, before timing, and not copied back.
         """
         if repeat < 1:
             raise ValueError("repeat must be >= 1")

@@ -252,3 +252,24 @@ def test_ptx_too_new_for_driver_and_nvjitlink_names_both(shell):
     with pytest.raises(CudaError, match=r"PTX \(ISA 99\.9\) is newer than the CUDA \d+\.\d+ driver.*"
                                         r"nvJitLink could not"):
         driver.load("too-new", ptx, "ptx", m.result.arch)
+
+
+def test_streams_from_cupy_and_torch(shell):
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    shell.run_cell_magic("cuda", "", SAXPY)
+    k = shell.user_ns["scale"]
+    x = cp.arange(1 << 16, dtype=cp.float32)
+    y = cp.zeros_like(x)
+    s = cp.cuda.Stream(non_blocking=True)
+    k[256, 256, 0, s](x, y, 2.0, 1 << 16)
+    s.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(y), 2 * np.arange(1 << 16, dtype=np.float32))
+    ts = torch.cuda.Stream()
+    tx = torch.ones(1024, device="cuda")
+    ty = torch.zeros_like(tx)
+    k.launch(grid=4, block=256, args=(tx, ty, 5.0, 1024), stream=ts)
+    ts.synchronize()
+    assert torch.equal(ty, 5 * tx)
+    with pytest.raises(TypeError, match="stream must be"):
+        k[1, 1, 0, "default"](x, y, 1.0, 1)

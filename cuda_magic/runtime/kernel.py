@@ -39,7 +39,7 @@ def _stream(s) -> int:
         return int(s.__cuda_stream__()[1])
     try:
         return int(s)                              # cuda.bindings CUstream
-    except TypeError:
+    except (TypeError, ValueError):
         raise ArgumentError(f"stream must be None, an int handle or a CUDA stream object "
                         f"(CuPy, PyTorch, cuda.core), not {type(s).__name__}") from None
 

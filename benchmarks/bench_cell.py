@@ -37,16 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import cuda_magic  # noqa: E402
-from common import bare_nvrtc, interleaved, timed  # noqa: E402
+from common import SCALE as SMALL, bare_nvrtc, interleaved, timed  # noqa: E402
 import cuda_magic.compiler  # noqa: E402
-
-SMALL = r'''
-extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict__ y, float a, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i];
-}
-'''
 
 BIG = r'''//| nvrtc: [--use_fast_math, --ftz=false]
 //| ptxas: [-v]

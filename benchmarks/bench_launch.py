@@ -43,14 +43,7 @@ import numpy as np  # noqa: E402
 
 import cuda_magic  # noqa: E402
 from cuda_magic.cell import build, line_config  # noqa: E402
-
-SCALE = r'''
-extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict__ y, float a, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i];
-}
-'''
+from common import SCALE  # noqa: E402
 
 COPY = r'''
 extern "C" __global__ void copy(const float4* __restrict__ x, float4* __restrict__ y, size_t n)

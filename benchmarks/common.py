@@ -1,10 +1,19 @@
-"""Helpers the benchmark scripts share: the bare NVRTC baseline and interleaved A/B timing."""
+"""What the benchmark scripts share: a kernel, the bare NVRTC baseline, interleaved A/B timing."""
 
 from __future__ import annotations
 
 import time
 
 from cuda.bindings import nvrtc
+
+# The kernel the cell and launch benchmarks both time.
+SCALE = r'''
+extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict__ y, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+'''
 
 
 def bare_nvrtc(src: str, argv: tuple[str, ...]) -> bytes:

@@ -71,10 +71,13 @@ class CompilationResult:
     @property
     def symbols(self) -> list[str]:
         """Kernel names in the binary as far as the compile told us (ptxas -v, PTX entries)."""
+        if "symbols" in self.derived:
+            return list(self.derived["symbols"])
         names = dict.fromkeys(self.resources)
         names.update(dict.fromkeys(self.lowered_names.values()))
         ptx = self.ptx_text or (self.binary.decode(errors="replace") if self.format == "ptx" else "")
         names.update(dict.fromkeys(re.findall(r"\.entry\s+([\w$.]+)", ptx)))
+        self.derived["symbols"] = tuple(names)
         return list(names)
 
     def symbol(self, name: str) -> str | None:

@@ -179,7 +179,8 @@ class CudaMagics(Magics):
             if key not in KEYS:
                 raise UsageError(f"--unset {key}: unknown key; the keys are {', '.join(KEYS)}")
             defaults.pop(key, None)
-        defaults.update(_layer(args))
+        layer = _layer(args)
+        defaults.update(layer)
         if args.register_preset:
             name, text = args.register_preset
             register_preset(name, from_json(text), override=True)
@@ -190,8 +191,7 @@ class CudaMagics(Magics):
         if args.json:
             print(json.dumps({"cuda": _cell.session_config(defaults, preset).config},
                              sort_keys=True, separators=(",", ":")))
-        elif args.register_preset and line.split()[0] == "--register-preset" and len(
-                arg_split(line, posix=True)) == 3:
+        elif args.register_preset and not (args.reset or args.unset or layer or args.preset):
             print(f"registered preset {args.register_preset[0]!r}: "
                   f"{get_preset(args.register_preset[0])}")
         else:

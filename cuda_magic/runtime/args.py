@@ -187,7 +187,7 @@ def _pointer(packer: Packer, p: Param, fast: dict):
             handler = _handler_for(type(a))
         ptr = handler(a, packer, p, want, writes, staged)
         if handler in _FAST:
-            fast[type(a)] = _FAST[handler](a, packer, p, want, writes)
+            fast[type(a)] = _FAST[handler](packer, p, want, writes)
         return ptr
     return conv
 
@@ -208,33 +208,24 @@ class _Want:
         return ok
 
 
-_OK: dict = {}
-
-
 def _dtype_ok(want: Scalar | None, name: str) -> bool:
     """Whether an array of dtype ``name`` may be passed as a pointer to ``want``."""
     if want is None:
         return True
-    key = (want.dtype, name)
-    ok = _OK.get(key)
-    if ok is None:
-        import numpy as np
-        if name == "bfloat16":
-            kind, size = "bf", 2
-        else:
-            try:
-                d = np.dtype(name)
-                kind, size = d.kind, d.itemsize
-            except TypeError:
-                kind, size = "?", 0
-        if want.dtype.startswith("float"):
-            ok = name == want.dtype
-        elif want.dtype == "bfloat16":
-            ok = kind == "bf" or (kind in "iu" and size == 2)
-        else:  # integers and bool: same size, either signedness
-            ok = kind in "iub" and size == want.size
-        _OK[key] = ok
-    return ok
+    if want.dtype.startswith("float"):
+        return name == want.dtype
+    import numpy as np
+    if name == "bfloat16":
+        kind, size = "bf", 2
+    else:
+        try:
+            d = np.dtype(name)
+            kind, size = d.kind, d.itemsize
+        except TypeError:
+            kind, size = "?", 0
+    if want.dtype == "bfloat16":
+        return kind == "bf" or (kind in "iu" and size == 2)
+    return kind in "iub" and size == want.size  # integers and bool: same size, either signedness
 
 
 def _wrong_dtype(packer, p, want, name):
@@ -299,7 +290,7 @@ def _cupy(a, packer, p, want, writes, staged):
     return a.data.ptr
 
 
-def _cupy_fast(a, packer, p, want, writes):
+def _cupy_fast(packer, p, want, writes):
     ok = want.seen
 
     def f(a):
@@ -309,7 +300,7 @@ def _cupy_fast(a, packer, p, want, writes):
     return f
 
 
-def _torch_fast(a, packer, p, want, writes):
+def _torch_fast(packer, p, want, writes):
     ok = want.seen
 
     def f(a):
@@ -379,8 +370,6 @@ def _instance(a, packer, p, want, writes, staged):
     if hasattr(a, "__cuda_array_interface__"):
         return _cai(a, packer, p, want, writes, staged)
     return _bad(a, packer, p, want, writes, staged)
-
-
 
 
 _FAST = {_cupy: _cupy_fast, _torch: _torch_fast}

@@ -1,4 +1,4 @@
-"""The CUDA driver, used lazily: context, errors, fault recovery, in-memory module loading.
+"""The CUDA driver, used lazily: context, errors, faults, in-memory module loading.
 
 Nothing here runs at import.  The first launch initialises the driver and
 makes device 0's primary context current (the one CuPy and PyTorch share;
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from ..arch import detect_arch
 from ..config import Error
 
 __all__ = ["CudaError", "NoGPUError", "api", "context", "check", "synchronize", "load",
@@ -153,15 +154,6 @@ def driver_version() -> tuple[int, int]:
     return v // 1000, (v % 1000) // 10
 
 
-def device_arch() -> str:
-    from ..arch import arch_for
-    drv, dev = api(), device()
-    a = drv.CUdevice_attribute
-    major = check(drv.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cc")
-    minor = check(drv.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cc")
-    return arch_for(int(major), int(minor))
-
-
 class Library:
     """One binary loaded with ``cuLibraryLoadData`` (no files); owns the handle."""
 
@@ -213,8 +205,9 @@ def load(key: str, binary: bytes, fmt: str, arch: str) -> Library:
         exc = _error(drv, err, f"loading the {fmt} for {arch}")
         if exc.name in ("CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE",
                         "CUDA_ERROR_INVALID_PTX"):
-            exc.args = (exc.args[0] + f"; the GPU is {device_arch()}: compile for it "
-                        f"(arch: {device_arch()}) or use --compile-only to inspect other GPUs' code",)
+            gpu = detect_arch()
+            exc.args = (exc.args[0] + f"; the GPU is {gpu}: compile for it (arch: {gpu}) or use "
+                        f"--compile-only to inspect other GPUs' code",)
         raise exc
     lib = Library(handle, image, note)
     _LIBRARIES[key] = lib

@@ -6,6 +6,7 @@ Importing this package does not initialise CUDA.  The Python API::
     from cuda_magic import compile_source, sass, ptx
     r = compile_source(src, {"cuda": {"arch": "sm_90a"}})
     r.resources, r.argv, r.config.provenance, sass(r, "scale")
+    view(r)                      # the tabbed view; show(r, "sass") prints text
 """
 
 from .arch import detect_arch
@@ -16,6 +17,7 @@ from .compiler import (CompilationResult, clear_cache, compile_resolved, compile
                        resolve_layers, set_cache_dir)
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
+from .display import show, view
 from .inspect import ptx, sass, sass_text
 from .ptxas import Resources, parse_ptxas
 from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
@@ -30,7 +32,7 @@ __all__ = [
     "Resources", "ToolNotFoundError", "canonical_json", "clear_cache", "compile_resolved",
     "compile_source", "detect_arch", "from_json", "get_backend", "list_backends", "list_presets",
     "parse_ptxas", "ptx", "register_backend", "register_preset", "resolve", "resolve_layers",
-    "sass", "sass_text", "set_cache_dir", "validate",
+    "sass", "sass_text", "set_cache_dir", "show", "validate", "view",
 ]
 
 

@@ -238,39 +238,10 @@ class Module:
         return self
 
     def __repr__(self) -> str:
-        return "\n".join(_describe(self))
-
-
-def _describe(m: Module) -> list[str]:
-    from .arch import detect_arch
-    out = []
-    for i, r in enumerate(m.results):
-        names = [n for n, res in m._of.items() if res is r] or ["(no kernels)"]
-        head = "module" if len(m.results) == 1 else f"module {i + 1} of {len(m.results)}"
-        hit = "cache hit" if r.cache_hit else f"compiled in {r.compile_time * 1e3:.1f} ms"
-        out.append(f"{head}: {', '.join(names)} | {r.arch} {r.compiler} {r.compiler_version} "
-                   f"{r.format} | {hit}")
-        out.append("  argv: " + " ".join(shlex.quote(a) for a in r.argv))
-        for name in names:
-            sym = r.symbol(name) if name in m.kernels else None
-            res = r.resources.get(sym) if sym else None
-            if res is not None:
-                spill = (f", spills {res.spill_stores} B stores / {res.spill_loads} B loads"
-                         if res.spills else ", no spills")
-                out.append(f"  {name}: {res.registers} registers, {res.shared} B shared, "
-                           f"stack {res.stack_frame} B{spill}")
-    for name, entry in m._entries.items():
-        layers = {k: v for k, v in entry.config.provenance.items() if v.startswith("kernel:")}
-        if layers:
-            out.append(f"  {name}: own config for {', '.join(sorted(layers))}")
-    if m.templates:
-        out.append(f"  templates not instantiated: {', '.join(m.templates)} "
-                   f"(use --instantiate \"{m.templates[0]}<float>\")")
-    if m.load_error is not None:
-        out.append(f"  not loaded: {m.load_error}")
-    elif detect_arch() is None and m.kernels:
-        out.append("  compiled without a GPU: launching needs an NVIDIA GPU and driver")
-    return out
+        r = self.result
+        builds = f"{len(self.results)} builds" if len(self.results) > 1 else \
+            f"{r.arch} {r.compiler} {r.format}"
+        return f"<Module {', '.join(self.kernels) or '(no kernels)'}: {builds}>"
 
 
 def build(text: str, options: Mapping | None = None, *, session: Mapping | None = None,
@@ -355,18 +326,3 @@ def session_config(session: Mapping | None, preset: str | None = None) -> Resolv
         return complete(resolved)
     except ConfigError:   # no arch and no GPU: show what there is
         return resolved
-
-
-def describe_session(session: Mapping | None, preset: str | None = None) -> str:
-    """Session defaults, then every resolved key with the layer that set it."""
-    resolved = session_config(session, preset)
-    out = ["session defaults: " + (", ".join(f"{k}={v!r}" for k, v in sorted((session or {}).items()))
-                                   or "none") + (f"; preset: {preset}" if preset else "")]
-    out.append("resolved config (value [layer]):")
-    prov = resolved.provenance
-    for key in KEYS:
-        if key in resolved:
-            out.append(f"  {key:<14}{resolved[key]!r}  [{prov[key]}]")
-        elif key == "arch":
-            out.append(f"  {'arch':<14}(not set, and no GPU to detect one: %cuda_config --arch sm_90a)")
-    return "\n".join(out)

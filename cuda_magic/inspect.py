@@ -17,7 +17,7 @@ import threading
 from .backends import ToolNotFoundError
 from .compiler import CompilationResult, compile_resolved
 
-__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass"]
+__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass"]
 
 _LOCK = threading.Lock()
 _WHEELS = {"nvdisasm": "nvidia-cuda-nvdisasm", "cuobjdump": "nvidia-cuda-cuobjdump"}
@@ -112,6 +112,11 @@ def sass_text(result: CompilationResult) -> str:
             return _cuobjdump_clean(_run("cuobjdump", ["-sass"], code.binary, ".fatbin"))
         return _run("nvdisasm", ["-c", "-g", "-gi"], code.binary, ".cubin")
     return _cached(result, "sass", lambda: _LINE_FILE.sub(r'\1"cell.cu"', make()))
+
+
+def has_sass(result: CompilationResult) -> bool:
+    """Whether :func:`sass` would answer without running a tool."""
+    return "sass" in result.derived
 
 
 def sass(result: CompilationResult, kernel: str | None = None):

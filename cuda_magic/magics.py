@@ -1,4 +1,7 @@
-"""IPython glue: ``%%cuda`` and ``%cuda_config``.  All the work happens in :mod:`cuda_magic.cell`."""
+"""IPython glue: ``%%cuda``, ``%cuda_config`` and how their results display.
+
+The work happens in :mod:`cuda_magic.cell` (compiling) and :mod:`cuda_magic.display` (views).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +10,17 @@ import json
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
 from IPython.utils.process import arg_split
-from traitlets import Dict, TraitError, Unicode, observe, validate
+from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
 from . import cell as _cell
 from .arch import detect_arch
-from .compiler import set_cache_dir
+from .backends import CompileError
+from .compiler import CompilationResult, set_cache_dir
 from .config import KEYS, ConfigError, from_json, get_preset, register_preset
 from .config import validate as validate_config
+from .display import ConfigView, ErrorView, view
 
 _LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas")
 
@@ -72,6 +78,9 @@ class CudaMagics(Magics):
     preset = Unicode(None, allow_none=True, help="The session's preset layer.").tag(config=True)
     cache_dir = Unicode(None, allow_none=True,
                         help="Also keep compiled binaries on disk here.").tag(config=True)
+    static_sass = Bool(False, help="Also put the start of each kernel's SASS into the HTML saved "
+                                   "with the notebook (for nbconvert); runs nvdisasm for every "
+                                   "cell instead of when the SASS tab is opened.").tag(config=True)
 
     @validate("defaults")
     def _valid_defaults(self, proposal):
@@ -137,10 +146,15 @@ class CudaMagics(Magics):
             axpy_float[...](...);  m["axpy<float>"]
         """
         args = _parse(self.cuda, line, "%")
-        module = _cell.build(cell, _layer(args), session=self.defaults,
-                             preset=args.preset or self.preset, instantiate=args.instantiate or (),
-                             force=args.force,
-                             load=not args.compile_only and detect_arch() is not None)
+        try:
+            module = _cell.build(cell, _layer(args), session=self.defaults,
+                                 preset=args.preset or self.preset,
+                                 instantiate=args.instantiate or (), force=args.force,
+                                 load=not args.compile_only and detect_arch() is not None)
+        except CompileError as exc:
+            display(ErrorView(exc))
+            exc.shown = True
+            raise
         if not args.compile_only:
             self.shell.user_ns.update(module.python_names())
         if args.name:
@@ -195,8 +209,15 @@ class CudaMagics(Magics):
             print(f"registered preset {args.register_preset[0]!r}: "
                   f"{get_preset(args.register_preset[0])}")
         else:
-            print(_cell.describe_session(defaults, preset))
+            display(ConfigView(defaults, preset))
 
 
 def load(ip) -> None:
-    ip.register_magics(CudaMagics)
+    """Register the magics, and show Modules and CompilationResults as their views."""
+    magics = CudaMagics(shell=ip)
+    ip.register_magics(magics)
+    fmt = ip.display_formatter
+    for cls in (_cell.Module, CompilationResult):
+        fmt.mimebundle_formatter.for_type(
+            cls, lambda obj: view(obj, static_sass=magics.static_sass)._repr_mimebundle_())
+        fmt.formatters["text/plain"].for_type(cls, lambda obj, p, cycle: p.text(view(obj).text()))

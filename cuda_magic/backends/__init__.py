@@ -27,6 +27,8 @@ class CompileError(Error, RuntimeError):
     source lines they point at.
     """
 
+    shown = False   # set once the error was displayed in full (the %%cuda cell's error view)
+
     def __init__(self, compiler: str, log: str, argv: Sequence[str], source: str,
                  filename: str = "cell.cu"):
         self.compiler, self.log, self.argv, self.source = compiler, log, tuple(argv), source
@@ -58,6 +60,13 @@ class CompileError(Error, RuntimeError):
         if not errors:
             parts.extend(self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"])
         return "\n".join(parts)
+
+    def _render_traceback_(self) -> list[str]:
+        if not self.shown:
+            return super()._render_traceback_()
+        n = len(self.error_lines())
+        return [f"CompileError: {self.compiler} failed to compile {self.filename} "
+                f"({n} error{'s' if n != 1 else ''}, shown above)"]
 
 
 class ToolNotFoundError(Error, RuntimeError):

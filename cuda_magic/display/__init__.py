@@ -1,0 +1,202 @@
+"""How compiled cells, configs and compile errors look: a widget, HTML, or plain text.
+
+``view(obj)`` wraps a ``%%cuda`` :class:`~cuda_magic.Module`, a
+:class:`~cuda_magic.CompilationResult` or a :class:`~cuda_magic.CompileError`;
+each frontend gets the richest form it can show (``_repr_mimebundle_``):
+JupyterLab the tabbed widget, nbconvert the HTML, terminal IPython the text.
+``show(obj, what)`` prints one part as text.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import inspect
+from ..backends import CompileError
+from ..cell import Module, session_config
+from ..compiler import CompilationResult
+from . import html, text
+from .content import Build, Content, Entry, argv_text, content
+
+__all__ = ["CellView", "ConfigView", "ErrorView", "view", "show", "WHAT"]
+
+WHAT = ("summary", "config", "resources", "log", "sass", "ptx", "source")
+
+
+def _kernel_frontend() -> bool:
+    """True inside a Jupyter kernel (a frontend that can show HTML and widgets)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+def _widgets_available() -> bool:
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class CellView:
+    """The view of a compiled cell: header, Config, Resources, Log, SASS, PTX, Source.
+
+    ``static_sass=True`` also puts the start of each kernel's SASS into the
+    HTML that travels with the widget (for nbconvert); it costs an nvdisasm run.
+    """
+
+    def __init__(self, obj, *, static_sass: bool = False):
+        self.obj = obj
+        self.content: Content = content(obj)
+        self.static_sass = static_sass
+
+    # -- the lazy parts ------------------------------------------------------------------------
+    @staticmethod
+    def sass_of(build: Build, entry: Entry) -> str:
+        return inspect.sass(build.result, entry.key)
+
+    @staticmethod
+    def ptx_of(build: Build) -> str:
+        return inspect.ptx(build.result)
+
+    # -- renderings ----------------------------------------------------------------------------
+    def text(self) -> str:
+        return text.summary(self.content)
+
+    def html(self, sass: bool = True) -> str:
+        """Static HTML; ``sass=False`` includes SASS only where it was already disassembled."""
+        def sass_of(b, e):
+            return self.sass_of(b, e) if sass or inspect.has_sass(b.result) else None
+        return html.page(self.content, sass_of)
+
+    def widget(self):
+        """The ipywidgets view (a VBox: header, then the tabs)."""
+        from .widget import cell_widget
+        return cell_widget(self)
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        if not _kernel_frontend():       # terminal IPython: _repr_pretty_ gives the text
+            return {}
+        if not _widgets_available():
+            return {"text/html": self.html()}
+        bundle = self.widget()._repr_mimebundle_()
+        bundle.pop("text/plain", None)
+        bundle["text/html"] = self.html(sass=self.static_sass)
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+class ErrorView:
+    """A :class:`CompileError` in the view's style: the errors with their cell lines, argv, log."""
+
+    def __init__(self, error: CompileError):
+        self.error = error
+
+    def text(self) -> str:
+        return f"{self.error}\nargv: {argv_text(self.error.argv)}"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+    def _repr_html_(self) -> str:
+        return html.error(self.error)
+
+
+class ConfigView:
+    """The session's config (``%cuda_config``): defaults, preset, each key's value and layer."""
+
+    def __init__(self, session: dict | None = None, preset: str | None = None):
+        self.session, self.preset = dict(session or {}), preset
+        self.resolved = session_config(self.session, preset)
+
+    def _lead(self) -> str:
+        defaults = ", ".join(f"{k}={v!r}" for k, v in sorted(self.session.items())) or "none"
+        return f"session defaults: {defaults}" + (f"; preset: {self.preset}" if self.preset else "")
+
+    def _missing(self) -> list[str]:
+        if "arch" in self.resolved:
+            return []
+        return ["arch is not set and there is no GPU to detect one: %cuda_config --arch sm_90a"]
+
+    def text(self) -> str:
+        return "\n".join([self._lead(), text.config([("resolved", self.resolved)]), *self._missing()])
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+    def _repr_html_(self) -> str:
+        body = html.config([("resolved", self.resolved)], lead=html.note(self._lead(), ""))
+        return f'<div class="cuda-magic">{body}{"".join(html.note(m, html.WARN) for m in self._missing())}</div>'
+
+
+def view(obj, **options):
+    """The view of a Module, CompilationResult or CompileError (a view is returned as is)."""
+    if isinstance(obj, (CellView, ErrorView, ConfigView)):
+        return obj
+    if isinstance(obj, CompileError):
+        return ErrorView(obj)
+    return CellView(obj, **options)
+
+
+def _entry(c: Content, kernel: str):
+    for b, e in c.entries:
+        if kernel in (e.name, e.symbol) or (e.kernel is not None and kernel == e.kernel.name):
+            return b, e
+    names = ", ".join(e.name for _, e in c.entries) or "none"
+    raise ValueError(f"kernel={kernel!r}: no such kernel here; the kernels are {names}")
+
+
+def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> None:
+    """Print one part of a compiled cell as plain text.
+
+    ``what`` is one of summary, config, resources, log, sass, ptx, source;
+    ``kernel`` narrows sass, ptx, config, log and resources to one kernel
+    (its C++ name or its name in the binary).  ``obj`` is a ``%%cuda``
+    Module, a CompilationResult or a CompileError.
+
+    Examples::
+
+        cuda_magic.show(m, "sass", kernel="scale")
+        cuda_magic.show(m.result, "log")
+    """
+    if what not in WHAT:
+        raise ValueError(f"what={what!r}: choose one of {', '.join(WHAT)}")
+    out = file or sys.stdout
+    v = view(obj)
+    if isinstance(v, ErrorView):
+        print(v.error.log if what == "log" else v.text(), file=out)
+        return
+    if isinstance(v, ConfigView):
+        print(v.text(), file=out)
+        return
+    c = v.content
+    picked = [_entry(c, kernel)] if kernel is not None else c.entries
+    builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)
+    narrowed = Content(c.source, tuple(Build(b.result, tuple(e for bb, e in picked if bb is b))
+                                       for b in builds), c.templates, c.notes)
+    if what == "summary":
+        body = text.summary(narrowed)
+    elif what == "config":
+        body = text.config_of(narrowed)
+    elif what == "resources":
+        body = text.resources(narrowed)
+    elif what == "log":
+        body = text.log(narrowed)
+    elif what == "source":
+        body = text.numbered(c.source)
+    elif what == "sass":
+        from .sass import annotate
+        body = "\n".join(annotate(v.sass_of(b, e), c.source) for b, e in picked)
+    else:
+        body = "\n".join(v.ptx_of(b) for b in builds)
+    print(body.rstrip("\n"), file=out)

@@ -1,0 +1,221 @@
+"""HTML renderings: the static view and the widget's tab contents.
+
+Every string that comes from a compiler, a source or a kernel name goes
+through :func:`html.escape` (or pygments, which escapes).  Styles are inline so
+the HTML survives nbconvert, widgets and sanitisers alike.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import CudaLexer, PtxLexer
+
+from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
+                      config_rows, driver_attributes, resource_note)
+from .sass import SassLexer, SassStyle, annotate
+
+__all__ = ["header", "config", "resources", "log", "sass", "ptx", "source", "page", "error",
+           "pre", "note"]
+
+MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
+PRE = (f"{MONO}; line-height: 1.35; margin: 0; padding: 4px 6px; max-height: 36em; overflow: auto; "
+       "white-space: pre; background: var(--jp-layout-color2, rgba(127,127,127,0.08))")
+TABLE = f"border-collapse: collapse; {MONO}"
+CELL = "padding: 1px 10px 1px 0; text-align: left; vertical-align: top"
+WARN = "color: #d35400; font-weight: bold"
+ERR = "color: #c0392b; font-weight: bold"
+DIM = "opacity: 0.65"
+LAYER_COLOURS = {"default": "#7f8c8d", "detected": "#16a085", "preset": "#2980b9",
+                 "session": "#27ae60", "cell": "#d35400", "kernel": "#8e44ad"}
+
+
+def _span(text: str, style: str) -> str:
+    return f'<span style="{style}">{escape(text)}</span>'
+
+
+def note(text: str, style: str = DIM) -> str:
+    return f'<div style="{MONO}; {style}; margin: 2px 0">{escape(text)}</div>'
+
+
+WRAP = "white-space: pre-wrap; overflow-wrap: anywhere"
+
+
+def pre(text: str, style: str = "") -> str:
+    return f'<pre style="{PRE}; {style}">{escape(text)}</pre>'
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    """Cells are HTML already (escaped by the caller)."""
+    th = "".join(f'<th style="{CELL}; border-bottom: 1px solid rgba(127,127,127,0.5)">{h}</th>'
+                 for h in head)
+    body = "".join("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in r) + "</tr>"
+                   for r in rows)
+    return f'<table style="{TABLE}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _layer(layer: str | None) -> str:
+    if layer is None:
+        return ""
+    colour = LAYER_COLOURS.get(layer.split(":", 1)[0], "#7f8c8d")
+    return _span(layer, f"color: {colour}; font-weight: bold")
+
+
+def _highlight(code: str, lexer, linenos: bool = False) -> str:
+    fmt = HtmlFormatter(noclasses=True, nobackground=True, style=SassStyle if isinstance(
+        lexer, SassLexer) else "friendly", linenos="inline" if linenos else False)
+    body = highlight(code, lexer, fmt)
+    # pygments wraps in <div class="highlight"><pre ...>; give the <pre> our scroll box
+    return body.replace("<pre>", f'<pre style="{PRE}">', 1).replace(
+        '<pre style="line-height: 125%;">', f'<pre style="{PRE}">', 1)
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+def header(c: Content) -> str:
+    warn = "".join(" " + _span("⚠ " + w, WARN) for w in c.warnings())
+    notes = "".join(note(n) for n in c.notes)
+    return f'<div style="{MONO}; margin: 2px 0"><b>{escape(c.header())}</b>{warn}</div>{notes}'
+
+
+def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "") -> str:
+    """Each key's value and layer, one column pair per build; then the argv of each build."""
+    rows = config_rows(columns)
+    many = len(columns) > 1
+    head = ["key"] + [h for label, _ in columns
+                      for h in ((f"{escape(label)}", "layer") if many else ("value", "layer"))]
+    body = []
+    for key, cells in rows:
+        differs = len({v for v, _ in cells}) > 1
+        out = [escape(key)]
+        for value, layer in cells:
+            shown = _span("(not set)", DIM) if value is None else escape(value)
+            out += [f"<b>{shown}</b>" if differs else shown, _layer(layer)]
+        body.append(out)
+    parts = [lead, _table(head, body)]
+    for label, argv in argvs:
+        who = f" ({escape(label)})" if many else ""
+        parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + pre(argv_text(argv), WRAP))
+    return "".join(parts)
+
+
+def config_of(c: Content) -> str:
+    return config(build_columns(c), [(b.label, b.result.argv) for b in c.builds])
+
+
+def resources(c: Content) -> str:
+    attrs = {(id(b), e.name): driver_attributes(e) for b, e in c.entries}
+    loaded = any(a is not None for a in attrs.values())
+    head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS] + \
+        ([f"driver: {h}" for _, h in DRIVER_COLUMNS] if loaded else [])
+    body, notes = [], []
+    for b, e in c.entries:
+        res = b.resources(e)
+        row = [escape(e.name)]
+        if res is None:
+            row += [_span("—", DIM)] * len(RESOURCE_COLUMNS)
+        else:
+            for field, _ in RESOURCE_COLUMNS:
+                v = getattr(res, field)
+                bad = v and field in ("spill_stores", "spill_loads", "local")
+                row.append(_span(str(v), WARN) if bad else escape(str(v)))
+            notes += [note(f"{e.name}: {w}", WARN) for w in res.warnings]
+        if loaded:
+            a = attrs[(id(b), e.name)] or {}
+            row += [escape(str(a.get(f, "—"))) for f, _ in DRIVER_COLUMNS]
+        body.append(row)
+    missing = [note(n) for b in c.builds if (n := resource_note(b))]
+    if not c.entries:
+        return note("no kernels in this cell")
+    return _table(head, body) + "".join(notes + missing)
+
+
+def log(c: Content) -> str:
+    parts = []
+    for b in c.builds:
+        if len(c.builds) > 1:
+            parts.append(f'<div style="{MONO}; margin-top: 6px"><b>{escape(b.label)}</b></div>')
+        text = b.result.log.strip("\n")
+        if not text:
+            parts.append(note("(the compiler printed nothing)"))
+            continue
+        lines = []
+        for line in text.splitlines():
+            low = line.lower()
+            if "error" in low and "0 error" not in low:
+                lines.append(_span(line, ERR))
+            elif "warning" in low:
+                lines.append(_span(line, WARN))
+            else:
+                lines.append(escape(line))
+        parts.append(f'<pre style="{PRE}">' + "\n".join(lines) + "</pre>")
+    return "".join(parts)
+
+
+def sass(text: str, source: str = "") -> str:
+    """Coloured SASS, tidied, with -lineinfo markers quoting the cell's lines."""
+    return _highlight(annotate(text, source), SassLexer())
+
+
+def ptx(text: str) -> str:
+    return _highlight(text, PtxLexer())
+
+
+def source(text: str) -> str:
+    return _highlight(text, CudaLexer(), linenos=True)
+
+
+def _section(title: str, body: str) -> str:
+    return (f'<details open style="margin: 4px 0"><summary style="{MONO}; font-weight: bold; '
+            f'cursor: pointer">{escape(title)}</summary>{body}</details>')
+
+
+def page(c: Content, sass_of=None, sass_lines: int = 40) -> str:
+    """The whole view as static HTML: header, config, resources, log, start of each SASS, source.
+
+    ``sass_of(build, entry)`` returns a kernel's SASS text, or None to leave it out.
+    """
+    parts = [header(c), _section("Config", config_of(c)), _section("Resources", resources(c)),
+             _section("Log", log(c))]
+    if sass_of is not None and c.entries:
+        blocks = []
+        for b, e in c.entries:
+            try:
+                text = sass_of(b, e)
+            except Exception as exc:   # a missing nvdisasm must not hide the rest
+                blocks.append(note(f"{e.name}: {exc}", ERR))
+                continue
+            if text is None:
+                continue
+            lines = annotate(text, c.source).splitlines()
+            more = len(lines) - sass_lines
+            blocks.append(f'<div style="{MONO}"><b>{escape(e.name)}</b></div>' +
+                          sass("\n".join(lines[:sass_lines]) + "\n"))
+            if more > 0:
+                blocks.append(note(f"… {more} more lines: cuda_magic.show(m, 'sass', "
+                                   f"kernel={e.name!r})"))
+        if blocks:
+            parts.append(_section("SASS (start)", "".join(blocks)))
+    parts.append(_section("Source", source(c.source)))
+    return f'<div class="cuda-magic">{"".join(parts)}</div>'
+
+
+def error(exc) -> str:
+    """A CompileError in the view's style: what ran, the errors with their cell lines, the log."""
+    src = exc.source.splitlines()
+    errors = exc.error_lines()
+    items = []
+    for lineno, text in errors:
+        items.append(_span(text, ERR))
+        if lineno is not None and 0 < lineno <= len(src):
+            items.append(_span(f"  {lineno:>4} | {src[lineno - 1]}", "font-weight: bold"))
+    head = (f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.compiler)} failed to compile '
+            f'{escape(exc.filename)}</b> · {len(errors)} error' + ("s" if len(errors) != 1 else "") +
+            "</div>")
+    body = f'<pre style="{PRE}">' + "\n".join(items) + "</pre>" if items else ""
+    return (f'<div class="cuda-magic">{head}{body}'
+            f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{pre(argv_text(exc.argv), WRAP)}'
+            + _section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)"))
+            + "</div>")

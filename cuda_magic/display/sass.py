@@ -1,0 +1,155 @@
+"""Colouring SASS: a small pygments lexer that classes opcodes (memory, float, integer,
+control, tensor) and keeps modifiers such as ``.FTZ`` visible; source-line markers.
+
+pygments ships lexers for CUDA C++ and PTX but none for SASS.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pygments.lexer import RegexLexer, bygroups
+from pygments.style import Style
+from pygments.token import Comment, Error, Name, Number, Operator, Punctuation, Text, Token
+
+__all__ = ["SassLexer", "SassStyle", "opcode_class", "annotate", "tidy", "Opcode", "Modifier", "FTZ"]
+
+Opcode = Token.Opcode
+Modifier = Token.Modifier
+FTZ = Token.Modifier.FTZ                # flush-to-zero, the modifier users look for
+
+_CLASSES = (
+    ("tensor", re.compile(r"U?(H|I|D|Q|B)?(MMA|GMMA)|WGMMA|UTC|HGMMA")),
+    ("memory", re.compile(r"U?(LD|ST|ATOM|CCTL|SULD|SUST|SUATOM|TLD|TEX)[A-Z0-9]*|U?(RED|REDG|REDAS|"
+                          r"MEMBAR|FENCE|ERRBAR|SHFL|LDGSTS|LDGDEPBAR|DEPBAR|UTMA\w*|UBLKCP|SYNCS)")),
+    ("control", re.compile(r"U?(BRA|BRX|JMP|JMX|CALL|RET|EXIT|BSSY|BSYNC|BAR|WARPSYNC|NOP|YIELD|"
+                           r"BPT|KILL|ELECT|BREAK|ACQBULK|ENDCOLLECTIVE|NANOSLEEP|WARPGROUP|VOTE|"
+                           r"MATCH)")),
+    ("float", re.compile(r"U?(F|H|D)(ADD|MUL|FMA|MNMX|SETP|SET|SEL|CHK|RND|SWZADD)|MUFU|"
+                         r"[FHDI]2[FHDI]|F2FP|HADD2|HMUL2|HFMA2")),
+)
+
+
+def opcode_class(opcode: str) -> str:
+    """``"memory"``, ``"float"``, ``"control"``, ``"tensor"`` or ``"integer"`` (the rest)."""
+    base = opcode.split(".", 1)[0]
+    for name, pattern in _CLASSES:
+        if pattern.fullmatch(base):
+            return name
+    return "integer"
+
+
+def _opcode(lexer, match):
+    text = match.group(0)
+    base, *mods = text.split(".")
+    yield match.start(), getattr(Opcode, opcode_class(base).capitalize()), base
+    pos = match.start() + len(base)
+    for mod in mods:
+        yield pos, Punctuation, "."
+        yield pos + 1, FTZ if mod == "FTZ" else Modifier, mod
+        pos += 1 + len(mod)
+
+
+class SassLexer(RegexLexer):
+    """NVIDIA SASS as nvdisasm / cuobjdump print it."""
+
+    name = "SASS"
+    aliases = ["sass-nvidia"]
+    tokens = {
+        "root": [
+            (r"//##.*?$", Comment.Special),                  # -lineinfo source markers
+            (r"//.*?$", Comment.Single),
+            (r"/\*[0-9a-fA-F]{4,}\*/", Comment.Hashbang),       # instruction address
+            (r"/\*.*?\*/", Comment.Multiline),
+            (r"^\s*\.[\w.$]+:\s*$", Name.Label),
+            (r"^[\w.$]+:\s*$", Name.Label),
+            (r"^\s*\.\w+.*?$", Comment.Preproc),             # .section/.align/... directives
+            (r"(@!?U?P[T\d])(\s+)", bygroups(Operator, Text)),  # predicate guard
+            (r"(?<=[\s}])[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*(?=[\s;])", _opcode, "operands"),
+            (r"\s+", Text),
+            (r".", Text),
+        ],
+        "operands": [
+            (r";", Punctuation, "#pop"),
+            (r"\n", Text, "#pop"),
+            (r"`?\(\.?[\w.$]+\)", Name.Label),
+            (r"\b(c|desc)\[", Name.Constant, "bracket"),
+            (r"!?\bU?P[T\d]\b|\bU?R(Z|\d+)\b|\bSR_[\w.]+|\bSRZ\b|\bB\d+\b", Name.Variable),
+            (r"-?0x[0-9a-fA-F]+|-?\d+(\.\d+)?(e[+-]?\d+)?|[+-]?INF|[+-]?QNAN", Number),
+            (r"\.[\w.]+", Modifier),                          # operand modifiers (.64, .reuse)
+            (r"[\[\],|+\-~!{}]", Punctuation),
+            (r"\s+", Text),
+            (r"[\w$.]+", Name),
+            (r".", Error),
+        ],
+        "bracket": [
+            (r"\]\[", Name.Constant),
+            (r"\]", Name.Constant, "#pop"),
+            (r"[^\]]+", Name.Constant),
+        ],
+    }
+
+
+class SassStyle(Style):
+    """Mid-tone colours that read on light and dark backgrounds."""
+
+    background_color = None
+    styles = {
+        Comment.Hashbang: "#8a8a8a",
+        Comment.Single: "#8a8a8a",
+        Comment.Multiline: "#8a8a8a",
+        Comment.Preproc: "#8a8a8a",
+        Comment.Special: "italic #2a9d8f",
+        Name.Label: "bold #9b59b6",
+        Opcode.Memory: "bold #1f77b4",
+        Opcode.Float: "bold #d35400",
+        Opcode.Integer: "bold #27ae60",
+        Opcode.Control: "bold #c0392b",
+        Opcode.Tensor: "bold #8e44ad",
+        Modifier: "#7f8c8d",
+        FTZ: "bold #ffffff bg:#d35400",
+        Name.Variable: "",
+        Name.Constant: "#b7950b",
+        Number: "#b7950b",
+        Operator: "bold #c0392b",
+    }
+
+
+_DIRECTIVE = re.compile(r"^\s*(//-{5,}.*|\.(section|align|global|type|size|other|weak)\b.*)$")
+
+
+_INSTRUCTION = re.compile(r"^\s*(/\*[0-9a-fA-F]{4,}\*/)\s*(@!?U?P[T\d]\s+)?(.*)$")
+
+
+def tidy(sass: str) -> str:
+    """Drop the assembler directives and the banner nvdisasm prints above each function
+    (as Compiler Explorer does) and close up the columns; labels, instructions and
+    comments stay."""
+    out = []
+    for line in sass.splitlines():
+        if _DIRECTIVE.match(line):
+            continue
+        m = _INSTRUCTION.match(line)
+        if m:
+            line = f"  {m.group(1)} {(m.group(2) or '').strip():>5} {m.group(3)}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_MARKER = re.compile(r'^(\s*//## File "[^"]*", line (\d+))(.*)$')
+
+
+def annotate(sass: str, source: str) -> str:
+    """Tidy (see :func:`tidy`) and quote the cell's own line at each ``-lineinfo`` marker:
+    ``//## File "cell.cu", line 3`` becomes ``//## line 3 | int i = ...``."""
+    sass = tidy(sass)
+    lines = source.splitlines()
+    out = []
+    for line in sass.splitlines():
+        m = _MARKER.match(line)
+        if m and 0 < int(m.group(2)) <= len(lines) and not m.group(3).strip():
+            line = f"  //## line {m.group(2)} | {lines[int(m.group(2)) - 1].strip()}"
+        elif m:
+            line = "  " + line.strip()
+        out.append(line)
+    return "\n".join(out) + ("\n" if sass.endswith("\n") else "")

@@ -1,0 +1,81 @@
+"""Plain-text renderings, for terminal IPython and :func:`cuda_magic.show`."""
+
+from __future__ import annotations
+
+from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
+                      config_rows, driver_attributes, resource_note)
+
+__all__ = ["config", "config_of", "resources", "log", "summary", "numbered"]
+
+
+def _table(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    fmt = indent + "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*head).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+
+
+def config(columns, argvs=()) -> str:
+    """Each key with its value and ``[layer]``; then the argv of each build."""
+    many = len(columns) > 1
+    head = ["key"] + [h for label, _ in columns for h in ((label, "layer") if many else ("value", "layer"))]
+    rows = [[key] + [x for v, layer in cells for x in (v if v is not None else "(not set)",
+                                                         f"[{layer}]" if layer else "")]
+            for key, cells in config_rows(columns)]
+    out = _table(head, rows)
+    for label, argv in argvs:
+        out.append(f"argv{f' ({label})' if many else ''}: {argv_text(argv)}")
+    return "\n".join(out)
+
+
+def config_of(c: Content) -> str:
+    return config(build_columns(c), [(b.label, b.result.argv) for b in c.builds])
+
+
+def resources(c: Content, kernel: str | None = None) -> str:
+    entries = [(b, e) for b, e in c.entries if kernel in (None, e.name, e.symbol)]
+    if not entries:
+        return f"no kernel {kernel!r}" if kernel else "no kernels in this cell"
+    attrs = {(id(b), e.name): driver_attributes(e) for b, e in entries}
+    loaded = any(a is not None for a in attrs.values())
+    head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS] + \
+        ([h for _, h in DRIVER_COLUMNS] if loaded else [])
+    rows, notes = [], []
+    for b, e in entries:
+        res = b.resources(e)
+        row = [e.name] + (["-"] * len(RESOURCE_COLUMNS) if res is None else
+                          [str(getattr(res, f)) for f, _ in RESOURCE_COLUMNS])
+        if loaded:
+            a = attrs[(id(b), e.name)] or {}
+            row += [str(a.get(f, "-")) for f, _ in DRIVER_COLUMNS]
+        rows.append(row)
+        if res is not None:
+            notes += [f"  ! {e.name}: {w}" for w in res.warnings]
+            if res.spills:
+                notes.append(f"  ! {e.name} spills: {res.spill_stores} B stores, "
+                             f"{res.spill_loads} B loads")
+    notes += [f"  {n}" for b in {id(b): b for b, _ in entries}.values() if (n := resource_note(b))]
+    return "\n".join(_table(head, rows) + notes)
+
+
+def log(c: Content) -> str:
+    parts = []
+    for b in c.builds:
+        if len(c.builds) > 1:
+            parts.append(f"-- {b.label} --")
+        parts.append(b.result.log.strip("\n") or "(the compiler printed nothing)")
+    return "\n".join(parts)
+
+
+def numbered(source: str) -> str:
+    lines = source.splitlines()
+    width = len(str(len(lines)))
+    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
+
+
+def summary(c: Content) -> str:
+    """What terminal IPython shows for a compiled cell."""
+    out = [c.header()]
+    out += [f"! {w}" for w in c.warnings()]
+    out += [config_of(c), resources(c)]
+    out += list(c.notes)
+    return "\n".join(out)

@@ -1,0 +1,57 @@
+"""The quickstart notebook in a real JupyterLab, in a headless browser: its widget renders.
+
+Runs JupyterLab 4 as a subprocess and drives Debian's chromium with Playwright (no browser
+download). To run it locally:
+
+    apt-get install -y --no-install-recommends chromium    # /usr/bin/chromium
+    pip install -e ".[test]"                                # playwright, among others
+    python3 -m pytest -q -m browser
+
+Skipped (with that hint) when /usr/bin/chromium or playwright is missing. Screenshots go to
+$CUDA_MAGIC_ARTIFACTS, else tests/.artifacts/. No GPU needed: the notebook then compiles for sm_90a.
+"""
+
+import shutil
+
+import pytest
+
+import browser_util as bu
+
+pytestmark = pytest.mark.browser
+
+TITLES = ["Config", "Resources", "Log", "SASS", "PTX", "Source"]
+
+@pytest.fixture
+def lab(tmp_path):
+    """(root dir, page, server url, token): a JupyterLab on tmp_path and a browser page."""
+    reason = bu.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with bu.lab_server(tmp_path) as (base, token), bu.browser_page() as page:
+        yield tmp_path, page, base, token
+
+
+def check_notebook(lab, name: str, screenshot: str):
+    """Open `name`, run all cells, check the Tab and its SASS panel, save a screenshot."""
+    root, page, base, token = lab
+    png = bu.artifacts_dir() / screenshot
+    png.unlink(missing_ok=True)
+    try:
+        bu.open_notebook(page, base, token, name, timeout=60)
+        bu.run_all(page, timeout=90)
+        tab = bu.widget_tab(page, "SASS", timeout=30)
+        titles = bu.tab_titles(tab)
+        assert set(TITLES) <= set(titles), f"tab titles {titles}, want {TITLES}"
+        config = bu.select_tab(tab, "Config")
+        bu.expect(config).to_contain_text("--ftz=true", timeout=10_000)      # kernel:scale_ftz
+        bu.expect(config).to_contain_text("kernel:scale_ftz", timeout=10_000)
+        sass = bu.select_tab(tab, "SASS")
+        bu.expect(sass).to_contain_text("FMUL", timeout=30_000)             # filled when opened
+    finally:
+        page.screenshot(path=png, full_page=True, timeout=15_000)  # on failure too
+    assert png.stat().st_size > 0
+
+
+def test_quickstart(lab):
+    shutil.copy(bu.ROOT / "notebooks" / "quickstart.ipynb", lab[0] / "quickstart.ipynb")
+    check_notebook(lab, "quickstart.ipynb", "quickstart.png")

@@ -1,0 +1,267 @@
+"""The views of real compile results, built on the CPU: widget, HTML fallback, terminal text, show()."""
+
+import re
+
+import pytest
+
+import cuda_magic
+from conftest import ARCH, HEAVY, SAXPY
+from cuda_magic import CompileError, build, compile_source, show, view
+from cuda_magic import display, inspect
+from cuda_magic.display import CellView, ConfigView, ErrorView
+from cuda_magic.display.sass import FTZ, Opcode, SassLexer, annotate, opcode_class
+
+TWO = r'''//| nvrtc: [--use_fast_math, --ftz=false]
+extern "C" __global__ void keep(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x] * 0.5f; }
+
+//| nvrtc: [--use_fast_math, --ftz=true]
+extern "C" __global__ void flush(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x] * 0.5f; }
+'''
+
+EVIL = r'''// <script>alert("source")</script>
+#warning <script>alert("log")</script>
+struct script {};
+template <typename T> __global__ void k(T* p, float* y) { y[threadIdx.x] *= 2.0f; }
+'''
+
+
+@pytest.fixture
+def tools(monkeypatch):
+    """Count the disassembler runs (nvdisasm / cuobjdump)."""
+    calls = []
+    real = inspect._run
+
+    def counting(tool, *args, **kw):
+        calls.append(tool)
+        return real(tool, *args, **kw)
+    monkeypatch.setattr(inspect, "_run", counting)
+    return calls
+
+
+def opts(**kw):
+    return {"arch": ARCH, **kw}
+
+
+def test_widget_tabs_config_resources_and_lazy_sass(tools):
+    m = build(SAXPY + HEAVY, opts(nvrtc=["--use_fast_math", "--maxrregcount=24"]),
+              session={"compiler": "nvrtc"}, force=True)
+    heavy = m.result.resources["heavy"]
+    w = view(m).widget()
+    tab = w.tab
+    assert tab.titles == ("Config", "Resources", "Log", "SASS", "PTX", "Source")
+    header = w.children[0].value
+    assert "scale, heavy" in header and ARCH in header and "nvrtc" in header and "cubin" in header
+    assert "cache miss" in header and "1 module" in header
+    assert f"heavy spills {heavy.spill_stores} B / {heavy.spill_loads} B" in header
+
+    config = tab.children[0].value
+    rows = {key: (value, layer) for key, value, layer in re.findall(
+        r"<tr><td[^>]*>(\w+)</td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td></tr>", config)}
+    assert rows["arch"][0] == ARCH and ">cell<" in rows["arch"][1]
+    assert "--maxrregcount=24" in rows["nvrtc"][0] and ">cell<" in rows["nvrtc"][1]
+    assert ">session<" in rows["compiler"][1] and ">default<" in rows["ptxas"][1]
+    assert "--gpu-architecture=sm_90a" in config and "--maxrregcount=24" in config   # argv
+
+    resources = tab.children[1].value
+    for name in ("scale", "heavy"):
+        res = m.result.resources[name]
+        row = re.search(rf"<tr><td[^>]*>{name}</td>(.*?)</tr>", resources).group(1)
+        figures = [int(x) for x in re.findall(r">(\d+)<", row)]
+        assert figures[:6] == [res.registers, res.spill_stores, res.spill_loads, res.stack_frame,
+                               res.shared, res.barriers]
+    assert heavy.spill_stores > 0 and f'{html_warn()}">{heavy.spill_stores}</span>' in resources
+    assert "Local memory used for function &#x27;heavy&#x27;" in resources   # warning highlighted
+    assert "ptxas warning" in tab.children[2].value and html_warn() in tab.children[2].value
+
+    # SASS and PTX: nothing disassembled until their tab is opened.
+    assert tools == [] and not inspect.has_sass(m.result)
+    assert "FMUL" not in w.sass.pane.value
+    tab.selected_index = 3
+    assert tools == ["nvdisasm"]
+    assert "FMUL" in w.sass.pane.value and "heavy" not in w.sass.pane.value   # the first kernel
+    w.sass.dropdown.value = 1                                                  # heavy
+    assert "STL" in w.sass.pane.value and tools == ["nvdisasm"]               # one run per module
+    tab.selected_index = 4
+    assert ".visible .entry" in re.sub(r"<[^>]+>", "", w.ptx.pane.value)
+    source = tab.children[5].value
+    assert re.search(r">\s*1</span>", source) and "blockIdx" in source
+
+
+def html_warn():
+    return cuda_magic.display.html.WARN
+
+
+def test_sass_colours_opcodes_keeps_ftz_and_marks_source_lines():
+    r = compile_source(SAXPY, {"cuda": opts(nvrtc=["--use_fast_math", "-lineinfo"])})
+    text = cuda_magic.sass(r, "scale")
+    tokens = [(t, v) for t, v in SassLexer().get_tokens(text) if v.strip()]
+    assert (Opcode.Float, "FMUL") in tokens and (FTZ, "FTZ") in tokens
+    assert (Opcode.Memory, "LDG") in tokens and (Opcode.Control, "EXIT") in tokens
+    assert [opcode_class(o) for o in ("STG", "IMAD", "HGMMA", "BAR", "MUFU")] == \
+        ["memory", "integer", "tensor", "control", "float"]
+    shown = annotate(text, SAXPY)
+    assert '  //## line 4 | if (i < n) y[i] = x[i] * a;' in shown
+    assert re.search(r"^  /\*00[0-9a-f]0\*/\s+FMUL\.FTZ R\d+", shown, re.M)
+    assert ".section" not in shown and "FMUL.FTZ" in shown
+    page = view(r).widget()
+    page.tab.selected_index = 3
+    html = page.sass.pane.value
+    assert "FTZ</span>" in html and "if (i &lt; n) y[i] = x[i] * a;" in html
+
+
+def test_several_builds_side_by_side_and_sass_per_kernel():
+    m = build(TWO, opts())
+    w = view(m).widget()
+    config = w.tab.children[0].value
+    assert "keep</th>" in config and "flush</th>" in config and ">kernel:flush<" in config
+    assert "<b>[&quot;--use_fast_math&quot;, &quot;--ftz=true&quot;]</b>" in config  # differs: bold
+    assert config.count("<b>argv (") == 2
+    assert "2 modules" in w.children[0].value
+    w.tab.selected_index = 3
+    assert w.sass.dropdown.options == (("keep", 0), ("flush", 1))
+    assert "FMUL.FTZ" not in _plain(w.sass.pane.value)
+    w.sass.dropdown.value = 1
+    assert "FMUL.FTZ" in _plain(w.sass.pane.value)
+    w.tab.selected_index = 4
+    assert w.ptx.dropdown.options == (("keep", 0), ("flush", 1))
+    w.ptx.dropdown.value = 1
+    assert "mul.ftz.f32" in _plain(w.ptx.pane.value)
+
+
+def _plain(html: str) -> str:
+    import html as h
+    return h.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_everything_from_compilers_sources_and_names_is_escaped(tools):
+    m = build(EVIL, opts(), instantiate=["k<script>"])
+    assert "<script>" in m.source and "<script>" in m.result.log and "k<script>" in m.kernels
+    v = view(m)
+    w = v.widget()
+    w.tab.selected_index = 3
+    w.tab.selected_index = 4
+    parts = [v.html(), w.children[0].value, w.sass.pane.value, w.ptx.pane.value,
+             *(c.value for c in w.tab.children if hasattr(c, "value"))]
+    for part in parts:
+        assert "<script" not in part.lower()
+    page = v.html()
+    assert "&lt;script&gt;alert(&quot;source&quot;)" in page     # source
+    assert "#warning directive: &lt;script&gt;" in page          # log
+    assert "k&lt;script&gt;" in page                             # kernel name
+    with pytest.raises(CompileError) as info:
+        build('#error <script>alert(1)</script>\n', opts())
+    err = ErrorView(info.value)._repr_html_()
+    assert "<script" not in err.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in err
+
+
+def test_html_fallback_has_config_resources_and_the_start_of_the_sass():
+    m = build(SAXPY + HEAVY, opts(nvrtc=["--use_fast_math", "--maxrregcount=24"]))
+    page = view(m)._repr_html_()
+    for title in ("Config", "Resources", "Log", "SASS (start)", "Source"):
+        assert f">{title}</summary>" in page
+    assert "FMUL" in page and "LDG" in page
+    assert re.search(r"… \d+ more lines: cuda_magic.show\(m, &#x27;sass&#x27;, kernel=&#x27;heavy&#x27;\)",
+                     page)
+
+
+def test_mimebundle_per_frontend(tools, monkeypatch):
+    m = build(SAXPY, opts(), force=True)
+    v = view(m)
+    assert v._repr_mimebundle_() == {}          # terminal IPython: _repr_pretty_ gives the text
+    monkeypatch.setattr(display, "_kernel_frontend", lambda: True)
+    bundle = v._repr_mimebundle_()
+    assert set(bundle) == {"application/vnd.jupyter.widget-view+json", "text/html"}
+    assert ">Config</summary>" in bundle["text/html"] and "SASS" not in bundle["text/html"]
+    assert tools == []                           # the widget's SASS waits for its tab
+    bundle = view(m, static_sass=True)._repr_mimebundle_()
+    assert "SASS (start)" in bundle["text/html"] and tools == ["nvdisasm"]
+    monkeypatch.setattr(display, "_widgets_available", lambda: False)
+    assert set(v._repr_mimebundle_()) == {"text/html"}
+
+
+def test_terminal_text_is_readable(shell):
+    m = shell.run_cell_magic("cuda", f'--arch {ARCH} --nvrtc "--use_fast_math --maxrregcount=24"',
+                             SAXPY + HEAVY)
+    text = shell.display_formatter.format(m)[0]["text/plain"]
+    lines = text.splitlines()
+    assert lines[0].startswith("scale, heavy · sm_90a · nvrtc ") and "cubin" in lines[0]
+    assert "! heavy spills 1272 B / 1316 B" in text
+    assert re.search(r"^  nvrtc\s+\[\"--use_fast_math\", \"--maxrregcount=24\"\]\s+\[cell\]$", text, re.M)
+    assert re.search(r"^  heavy\s+24\s+1272\s+1316\s+", text, re.M)
+    assert "<" not in text.replace("<", "", 0) or not re.search(r"<[a-z]+[ >]", text)  # no HTML
+    assert max(len(line) for line in lines if not line.startswith("argv")) < 120
+
+
+def test_show_prints_each_part(capsys):
+    m = build(TWO, opts())
+    show(m, "sass", kernel="flush")
+    out = capsys.readouterr().out
+    assert "FMUL.FTZ" in out and "keep" not in out
+    show(m, "config", kernel="keep")
+    out = capsys.readouterr().out
+    assert "--ftz=false" in out and "--ftz=true" not in out and "[cell]" in out
+    show(m, "resources")
+    assert re.search(r"^  flush\s+\d+", capsys.readouterr().out, re.M)
+    show(m.result_of("flush"), "ptx")
+    assert "mul.ftz.f32" in capsys.readouterr().out
+    show(m, "log", kernel="keep")
+    assert "Compiling entry function" in capsys.readouterr().out
+    show(m, "source")
+    assert re.search(r"^2 \| extern", capsys.readouterr().out, re.M)
+    show(m)
+    assert capsys.readouterr().out.startswith("keep, flush · ")
+    with pytest.raises(ValueError, match=r"what='asm': choose one of summary, config"):
+        show(m, "asm")
+    with pytest.raises(ValueError, match=r"kernel='nope': .* the kernels are keep, flush"):
+        show(m, "sass", kernel="nope")
+
+
+def test_compile_error_renders_in_the_view_style(shell, capsys):
+    cell = "//| nvrtc: [--use_fast_math]\n\nextern \"C\" __global__ void k(int* p) {\n    p[0] = nope;\n}\n"
+    result = shell.run_cell(f"%%cuda --arch {ARCH}\n{cell}")
+    err = result.error_in_exec
+    assert isinstance(err, CompileError) and err.shown
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "cell.cu(4)" in text and "   4 |     p[0] = nope;" in text   # the view
+    assert "argv: --gpu-architecture=sm_90a" in text
+    assert text.rstrip().endswith("CompileError: nvrtc failed to compile cell.cu (1 error, shown above)")
+    assert text.count("p[0] = nope;") == 1 and "Traceback" not in text
+    html = ErrorView(err)._repr_html_()
+    assert "nvrtc failed to compile cell.cu</b> · 1 error" in html
+    assert "   4 |     p[0] = nope;" in html and ">Log</summary>" in html
+
+
+def test_cuda_config_uses_the_config_view(shell, capsys):
+    shell.run_line_magic("cuda_config", '--arch sm_80 --nvrtc "--use_fast_math --ftz=false"')
+    out = capsys.readouterr().out
+    assert re.search(r"^  arch\s+sm_80\s+\[session\]$", out, re.M)
+    assert re.search(r"^  compiler\s+nvrtc\s+\[default\]$", out, re.M)
+    html = ConfigView({"nvrtc": []}, "hopper")._repr_html_()
+    assert "session defaults: nvrtc=[]; preset: hopper" in html
+    assert ">session<" in html and ">preset:hopper<" in html
+    assert display.text.config([("resolved", ConfigView({"arch": "sm_80"}).resolved)]) in \
+        ConfigView({"arch": "sm_80"}).text()
+
+
+def test_compilation_result_and_nvcc_fatbin_views(tools):
+    r = compile_source(SAXPY, {"cuda": opts(compiler="nvcc", target_format="fatbin",
+                                            nvcc=["--use_fast_math"])})
+    v = view(r)
+    assert isinstance(v, CellView) and "nvcc" in v.text() and "fatbin" in v.text()
+    w = v.widget()
+    w.tab.selected_index = 3
+    assert tools == ["cuobjdump"] and "FMUL" in w.sass.pane.value
+    ptx_only = compile_source(SAXPY, {"cuda": opts(target_format="ptx")})
+    assert "no ptxas figures: the target is PTX" in view(ptx_only).widget().tab.children[1].value
+
+
+def test_a_failing_tool_shows_in_its_tab(monkeypatch):
+    r = compile_source(SAXPY, {"cuda": opts(nvrtc=["-DNOPE=1"])}, force=True)
+
+    def missing(*a, **k):
+        raise cuda_magic.ToolNotFoundError("nvdisasm was not found; install it with pip install x")
+    monkeypatch.setattr(inspect, "_run", missing)
+    w = view(r).widget()
+    w.tab.selected_index = 3
+    assert "ToolNotFoundError: nvdisasm was not found" in w.sass.pane.value

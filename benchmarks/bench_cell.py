@@ -37,32 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import cuda_magic  # noqa: E402
-from common import SCALE as SMALL, bare_nvrtc, interleaved, timed  # noqa: E402
+from common import BIG, SCALE as SMALL, bare_nvrtc, interleaved, timed  # noqa: E402
 import cuda_magic.compiler  # noqa: E402
-
-BIG = r'''//| nvrtc: [--use_fast_math, --ftz=false]
-//| ptxas: [-v]
-extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        y[i] = a * x[i] + y[i];
-}
-
-extern "C" __global__ void block_sum(const float* __restrict__ x, float* __restrict__ out, int n)
-{
-    __shared__ float part[256];
-    float s = 0.f;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        s += x[i];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-        if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) atomicAdd(out, part[0]);
-}
-'''
 
 CELLS = (("small cell", SMALL), ("2-kernel cell", BIG))
 

@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: a kernel, the bare NVRTC baseline, interleaved A/B timing."""
+"""What the benchmark scripts share: two cells, the bare NVRTC baseline, interleaved A/B timing."""
 
 from __future__ import annotations
 
@@ -12,6 +12,31 @@ extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict_
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i];
+}
+'''
+
+# A bigger cell: a //| header and two kernels.
+BIG = r'''//| nvrtc: [--use_fast_math, --ftz=false]
+//| ptxas: [-v]
+extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        y[i] = a * x[i] + y[i];
+}
+
+extern "C" __global__ void block_sum(const float* __restrict__ x, float* __restrict__ out, int n)
+{
+    __shared__ float part[256];
+    float s = 0.f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        s += x[i];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(out, part[0]);
 }
 '''
 

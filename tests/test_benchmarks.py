@@ -36,3 +36,10 @@ def test_bench_launch_quick():
     assert out.returncode == 0, out.stderr
     assert ("no GPU: skipped" in out.stdout or "no CuPy: skipped" in out.stdout
             or "GB/s vs cuLaunchKernel" in out.stdout), out.stdout
+
+
+def test_bench_display_runs():
+    out = _run_script("bench_display.py", "--repeat", "1")
+    assert out.returncode == 0, out.stderr
+    for row in ("compile (cold)", "widget", "SASS tab, first", "SASS tab, again", "every displayed cell"):
+        assert row in out.stdout

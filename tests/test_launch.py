@@ -273,3 +273,15 @@ def test_streams_from_cupy_and_torch(shell):
     assert torch.equal(ty, 5 * tx)
     with pytest.raises(TypeError, match="stream must be"):
         k[1, 1, 0, "default"](x, y, 1.0, 1)
+
+
+def test_the_view_shows_the_driver_figures_once_loaded(shell):
+    from cuda_magic import view
+    m = shell.run_cell_magic("cuda", "", SAXPY)     # loaded at once when there is a GPU
+    attrs = m.scale.attributes
+    w = view(m).widget()
+    resources = w.tab.children[1].value
+    assert "driver: max threads" in resources and "not loaded" not in w.children[0].value
+    assert f">{attrs['max_threads_per_block']}<" in resources and f">{attrs['binary_version']}<" in resources
+    text = shell.display_formatter.format(m)[0]["text/plain"]
+    assert "max threads" in text and "not loaded" not in text

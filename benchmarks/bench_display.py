@@ -1,0 +1,92 @@
+"""What does showing a compiled cell cost, next to compiling it?
+
+    python3 benchmarks/bench_display.py [--arch sm_90a] [--repeat N]
+
+For a small cell and a 2-kernel cell, in one run on one machine (medians, min
+in brackets), each beside the cold NVRTC compile of the same cell:
+
+  compile (cold)     build(..., force=True): what a cell costs anyway
+  text view          what terminal IPython shows
+  HTML (no SASS)     the HTML that travels with the widget
+  widget             building the ipywidgets tabs (no frontend attached)
+  SASS tab, first    opening the SASS tab: nvdisasm on the module (lazy)
+  SASS tab, again    re-opening it (cached on the result)
+  PTX tab            NVRTC's PTX from the same run (no extra compile)
+  static HTML + SASS the fallback with the start of the SASS (as without ipywidgets)
+
+The widget path (text + HTML + widget) is what every displayed cell pays; the
+SASS and PTX rows only when their tab is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import cuda_magic  # noqa: E402
+from common import BIG, SCALE, timed  # noqa: E402
+from cuda_magic import build, view  # noqa: E402
+
+
+def row(name: str, times: list[float], compile_ms: float) -> str:
+    med = statistics.median(times)
+    return (f"{name:<22}{len(times):>4}  {med:9.2f} ({min(times):8.2f})  "
+            f"{med / compile_ms:8.3f}")
+
+
+def bench(label: str, src: str, arch: str, n: int) -> None:
+    options = {"arch": arch}
+    compile_ms = [timed(lambda: build(src, options, force=True)) for _ in range(n)]
+    m = build(src, options)
+    rows = [("compile (cold)", compile_ms)]
+    rows.append(("text view", [timed(lambda: view(m).text()) for _ in range(n)]))
+    rows.append(("HTML (no SASS)", [timed(lambda: view(m).html(sass=False)) for _ in range(n)]))
+    rows.append(("widget", [timed(lambda: view(m).widget()) for _ in range(n)]))
+    first, again, ptx, static = [], [], [], []
+    for _ in range(n):
+        m = build(src, options, force=True)          # a fresh result: nothing disassembled yet
+        w = view(m).widget()
+        first.append(timed(lambda: setattr(w.tab, "selected_index", 3)))
+        assert "FMUL" in w.sass.pane.value or "FFMA" in w.sass.pane.value or "FADD" in w.sass.pane.value
+        w2 = view(m).widget()
+        again.append(timed(lambda: setattr(w2.tab, "selected_index", 3)))
+        ptx.append(timed(lambda: setattr(w2.tab, "selected_index", 4)))
+        m = build(src, options, force=True)
+        static.append(timed(lambda: view(m).html()))
+    rows += [("SASS tab, first", first), ("SASS tab, again", again), ("PTX tab", ptx),
+             ("static HTML + SASS", static)]
+    c = statistics.median(compile_ms)
+    print(f"{label}: {', '.join(m.kernels)}")
+    print(f"{'figure':<22}{'n':>4}  {'median ms (min)':>20}  {'x compile':>8}")
+    for name, times in rows:
+        print(row(name, times, c))
+    shown = sum(statistics.median(t) for name, t in rows if name in ("text view", "HTML (no SASS)", "widget"))
+    print(f"every displayed cell: {shown:.2f} ms = {shown / c:.3f}x its cold compile")
+    print()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--arch", default="sm_90a")
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args()
+    import IPython
+    import ipywidgets
+    print(f"python {platform.python_version()}  IPython {IPython.__version__}  ipywidgets "
+          f"{ipywidgets.__version__}  NVRTC {cuda_magic.get_backend('nvrtc').version()}  "
+          f"CPUs {os.cpu_count()}  --arch {args.arch}")
+    print(f"nvdisasm: {cuda_magic.inspect.find_tool('nvdisasm')}")
+    print()
+    view(build(SCALE, {"arch": args.arch})).widget()    # imports (ipywidgets, pygments) once
+    for label, src in (("small cell", SCALE), ("2-kernel cell", BIG)):
+        bench(label, src, args.arch, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

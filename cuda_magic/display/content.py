@@ -158,8 +158,8 @@ RESOURCE_COLUMNS = (("registers", "registers"), ("spill_stores", "spill stores B
                     ("shared", "shared B"), ("barriers", "barriers"), ("local", "local B"),
                     ("constant", "const B"))
 DRIVER_COLUMNS = (("max_threads_per_block", "max threads"),
-                  ("max_dynamic_shared", "max dyn. shared B"), ("binary_version", "binary"),
-                  ("ptx_version", "PTX"))
+                  ("max_dynamic_shared", "max dyn smem B"), ("binary_version", "SASS ver"),
+                  ("ptx_version", "PTX ver"))
 
 
 def driver_attributes(entry: Entry) -> dict[str, int] | None:

@@ -73,10 +73,17 @@ def test_widget_tabs_config_resources_and_lazy_sass(tools):
     assert "Local memory used for function &#x27;heavy&#x27;" in resources   # warning highlighted
     assert "ptxas warning" in tab.children[2].value and html_warn() in tab.children[2].value
 
-    # SASS and PTX: nothing disassembled until their tab is opened.
+    # SASS and PTX: nothing disassembled until their tab is opened, "working" meanwhile.
     assert tools == [] and not inspect.has_sass(m.result)
     assert "FMUL" not in w.sass.pane.value
-    tab.selected_index = 3
+    real = inspect._run
+    seen = []
+    inspect._run = lambda *a, **k: (seen.append(w.sass.pane.value), real(*a, **k))[1]
+    try:
+        tab.selected_index = 3
+    finally:
+        inspect._run = real
+    assert "running nvdisasm" in seen[0]
     assert tools == ["nvdisasm"]
     assert "FMUL" in w.sass.pane.value and "heavy" not in w.sass.pane.value   # the first kernel
     w.sass.dropdown.value = 1                                                  # heavy
@@ -254,6 +261,15 @@ def test_compilation_result_and_nvcc_fatbin_views(tools):
     assert tools == ["cuobjdump"] and "FMUL" in w.sass.pane.value
     ptx_only = compile_source(SAXPY, {"cuda": opts(target_format="ptx")})
     assert "no ptxas figures: the target is PTX" in view(ptx_only).widget().tab.children[1].value
+
+
+def test_a_cell_without_kernels(tools):
+    m = build("template <typename T> __global__ void t(T* p) { p[0] = T(1); }\n", opts())
+    w = view(m).widget()
+    assert "no kernels" in w.children[0].value and "templates not instantiated: t" in w.children[0].value
+    w.tab.selected_index = 3
+    assert "no kernels in this cell" in w.sass.pane.value and tools == []
+    assert "no kernels in this cell" in w.tab.children[1].value
 
 
 def test_a_failing_tool_shows_in_its_tab(monkeypatch):

@@ -50,8 +50,11 @@ def cell_widget(view):
 
     c = view.content
     entries = c.entries
-    sass = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"],
-                     lambda i: html.sass(view.sass_of(*entries[i]), c.source),
+    def sass_page(i: int) -> str:
+        if not entries:
+            return html.note("no kernels in this cell")
+        return html.sass(view.sass_of(*entries[i]), c.source)
+    sass = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], sass_page,
                      "running nvdisasm", "kernel")
     ptx = LazyPanel(widgets, [b.label for b in c.builds],
                     lambda i: html.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import yaml
 
 from .compiler import CompilationResult, compile_resolved, complete
-from .config import KEYS, LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
+from .config import LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
     resolve, validate
 from .runtime import Kernel, Param
 from . import signature

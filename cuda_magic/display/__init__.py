@@ -13,8 +13,7 @@ import sys
 
 from .. import inspect
 from ..backends import CompileError
-from ..cell import Module, session_config
-from ..compiler import CompilationResult
+from ..cell import session_config
 from . import html, text
 from .content import Build, Content, Entry, argv_text, content
 

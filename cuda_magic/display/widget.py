@@ -27,7 +27,7 @@ class LazyPanel:
                                          description=what)
         if len(options) < 2:
             self.dropdown.layout.display = "none"
-        self.pane = widgets.HTML(html.note(f"computed when this tab is opened"))
+        self.pane = widgets.HTML(html.note("computed when this tab is opened"))
         self.box = widgets.VBox([self.dropdown, self.pane])
         self.shown = False
         self.dropdown.observe(lambda _: self.shown and self.fill(), names="value")

@@ -281,3 +281,16 @@ def test_a_failing_tool_shows_in_its_tab(monkeypatch):
     w = view(r).widget()
     w.tab.selected_index = 3
     assert "ToolNotFoundError: nvdisasm was not found" in w.sass.pane.value
+
+
+def test_static_sass_setting_puts_sass_into_the_saved_html(shell, monkeypatch):
+    monkeypatch.setattr(display, "_kernel_frontend", lambda: True)
+    m = shell.run_cell_magic("cuda", f"--arch {ARCH} --force", SAXPY)
+    data = shell.display_formatter.format(m)[0]
+    assert "application/vnd.jupyter.widget-view+json" in data and "SASS (start)" not in data["text/html"]
+    shell.run_line_magic("config", "CudaMagics.static_sass = True")
+    try:
+        data = shell.display_formatter.format(m)[0]
+    finally:
+        shell.run_line_magic("config", "CudaMagics.static_sass = False")
+    assert "SASS (start)" in data["text/html"] and "FMUL" in data["text/html"]

@@ -122,6 +122,11 @@ class CudaMagics(Magics):
         in the cell header is an error.  Kernels whose resolved configs are
         equal share one module; others get their own build of the cell.
 
+        The cell shows what was compiled: a header line over tabs Config
+        (values and layers, argv), Resources (ptxas -v), Log, SASS and PTX
+        (made when their tab is opened) and Source; ``cuda_magic.show(m,
+        "sass", kernel="scale")`` prints one part as text.
+
         Launch a kernel as ``scale[grid, block](x, y, 2.0, n)`` with NumPy
         arrays (copied to the GPU and back), CuPy/PyTorch arrays (by pointer)
         and Python numbers (cast to the declared C type).

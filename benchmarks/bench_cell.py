@@ -37,7 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import cuda_magic  # noqa: E402
-from common import BIG, SCALE as SMALL, bare_nvrtc, interleaved, timed  # noqa: E402
+from common import BIG, SCALE as SMALL, bare_nvrtc, interleaved, timed, version  # noqa: E402
 import cuda_magic.compiler  # noqa: E402
 
 CELLS = (("small cell", SMALL), ("2-kernel cell", BIG))
@@ -133,18 +133,11 @@ def facts(arch: str) -> None:
     import IPython
     print(f"python  {platform.python_version()} ({sys.executable})")
     print(f"IPython {IPython.__version__}   NVRTC {cuda_magic.get_backend('nvrtc').version()}"
-          f"   cuda-bindings {_version('cuda.bindings')}")
+          f"   cuda-bindings {version('cuda.bindings')}")
     print(f"CPUs    {os.cpu_count()}   --arch {arch}   GPU: "
           f"{gpu + ' (cells also bind their kernels)' if gpu else 'none'}   compile cache: "
           f"{cuda_magic.compiler.cache().directory or 'memory only'}")
     print()
-
-
-def _version(module: str) -> str:
-    try:
-        return __import__(module, fromlist=["__version__"]).__version__
-    except Exception:
-        return "?"
 
 
 def ms(xs) -> str:

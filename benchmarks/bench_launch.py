@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 
 import cuda_magic  # noqa: E402
 from cuda_magic.cell import build, line_config  # noqa: E402
-from common import SCALE  # noqa: E402
+from common import SCALE, version  # noqa: E402
 
 COPY = r'''
 extern "C" __global__ void copy(const float4* __restrict__ x, float4* __restrict__ y, size_t n)
@@ -57,13 +57,6 @@ extern "C" __global__ void copy(const float4* __restrict__ x, float4* __restrict
 N, GRID, BLOCK, A = 1024, 4, 256, 2.0
 
 
-def _version(module: str) -> str:
-    try:
-        return __import__(module, fromlist=["__version__"]).__version__
-    except Exception:
-        return "not installed"
-
-
 def facts(cp) -> None:
     props = cp.cuda.runtime.getDeviceProperties(0)
     drv = cp.cuda.runtime.driverGetVersion()
@@ -71,8 +64,9 @@ def facts(cp) -> None:
           f"{props['multiProcessorCount']} SMs, {props['totalGlobalMem'] / 2**30:.0f} GiB; "
           f"driver CUDA {drv // 1000}.{drv % 1000 // 10}")
     print(f"python  {platform.python_version()}   numpy {np.__version__}   cupy {cp.__version__}   "
-          f"cuda.core {_version('cuda.core')}   cuda.bindings {_version('cuda.bindings')}   "
-          f"torch {_version('torch')}   NVRTC {cuda_magic.get_backend('nvrtc').version()}")
+          f"cuda.core {version('cuda.core', 'not installed')}   "
+          f"cuda.bindings {version('cuda.bindings', 'not installed')}   "
+          f"torch {version('torch', 'not installed')}   NVRTC {cuda_magic.get_backend('nvrtc').version()}")
     print()
 
 

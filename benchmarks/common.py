@@ -60,6 +60,14 @@ def bare_nvrtc(src: str, argv: tuple[str, ...]) -> bytes:
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def version(module: str, missing: str = "?") -> str:
+    """A module's ``__version__``, or ``missing``."""
+    try:
+        return __import__(module, fromlist=["__version__"]).__version__
+    except Exception:
+        return missing
+
+
 def timed(fn) -> float:
     """Milliseconds ``fn()`` takes."""
     start = time.perf_counter()

@@ -173,6 +173,12 @@ def driver_attributes(entry: Entry) -> dict[str, int] | None:
         return None
 
 
+def resource_rows(entries) -> tuple[bool, list[tuple[Build, Entry, Resources | None, dict | None]]]:
+    """Per kernel: build, entry, ptxas figures, driver figures; and whether any kernel is loaded."""
+    rows = [(b, e, b.resources(e), driver_attributes(e)) for b, e in entries]
+    return any(attrs is not None for *_, attrs in rows), rows
+
+
 def resource_note(b: Build) -> str | None:
     """Why a build has no ptxas figures, when it has none."""
     if b.result.resources:

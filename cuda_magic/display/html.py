@@ -14,7 +14,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
 from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
-                      config_rows, driver_attributes, resource_note)
+                      config_rows, resource_note, resource_rows)
 from .sass import SassLexer, SassStyle, annotate
 
 __all__ = ["header", "config", "resources", "log", "sass", "ptx", "source", "page", "error",
@@ -106,13 +106,13 @@ def config_of(c: Content) -> str:
 
 
 def resources(c: Content) -> str:
-    attrs = {(id(b), e.name): driver_attributes(e) for b, e in c.entries}
-    loaded = any(a is not None for a in attrs.values())
+    if not c.entries:
+        return note("no kernels in this cell")
+    loaded, rows = resource_rows(c.entries)
     head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS] + \
         ([f"driver: {h}" for _, h in DRIVER_COLUMNS] if loaded else [])
     body, notes = [], []
-    for b, e in c.entries:
-        res = b.resources(e)
+    for b, e, res, attrs in rows:
         row = [escape(e.name)]
         if res is None:
             row += [_span("—", DIM)] * len(RESOURCE_COLUMNS)
@@ -123,12 +123,9 @@ def resources(c: Content) -> str:
                 row.append(_span(str(v), WARN) if bad else escape(str(v)))
             notes += [note(f"{e.name}: {w}", WARN) for w in res.warnings]
         if loaded:
-            a = attrs[(id(b), e.name)] or {}
-            row += [escape(str(a.get(f, "—"))) for f, _ in DRIVER_COLUMNS]
+            row += [escape(str((attrs or {}).get(f, "—"))) for f, _ in DRIVER_COLUMNS]
         body.append(row)
     missing = [note(n) for b in c.builds if (n := resource_note(b))]
-    if not c.entries:
-        return note("no kernels in this cell")
     return _table(head, body) + "".join(notes + missing)
 
 
@@ -192,7 +189,7 @@ def page(c: Content, sass_of=None, sass_lines: int = 40) -> str:
             lines = annotate(text, c.source).splitlines()
             more = len(lines) - sass_lines
             blocks.append(f'<div style="{MONO}"><b>{escape(e.name)}</b></div>' +
-                          sass("\n".join(lines[:sass_lines]) + "\n"))
+                          _highlight("\n".join(lines[:sass_lines]) + "\n", SassLexer()))
             if more > 0:
                 blocks.append(note(f"… {more} more lines: cuda_magic.show(m, 'sass', "
                                    f"kernel={e.name!r})"))

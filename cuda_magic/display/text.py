@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
-                      config_rows, driver_attributes, resource_note)
+                      config_rows, resource_note, resource_rows)
 
 __all__ = ["config", "config_of", "resources", "log", "summary", "numbered"]
 
@@ -35,18 +35,15 @@ def resources(c: Content, kernel: str | None = None) -> str:
     entries = [(b, e) for b, e in c.entries if kernel in (None, e.name, e.symbol)]
     if not entries:
         return f"no kernel {kernel!r}" if kernel else "no kernels in this cell"
-    attrs = {(id(b), e.name): driver_attributes(e) for b, e in entries}
-    loaded = any(a is not None for a in attrs.values())
+    loaded, table = resource_rows(entries)
     head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS] + \
         ([h for _, h in DRIVER_COLUMNS] if loaded else [])
     rows, notes = [], []
-    for b, e in entries:
-        res = b.resources(e)
+    for b, e, res, attrs in table:
         row = [e.name] + (["-"] * len(RESOURCE_COLUMNS) if res is None else
                           [str(getattr(res, f)) for f, _ in RESOURCE_COLUMNS])
         if loaded:
-            a = attrs[(id(b), e.name)] or {}
-            row += [str(a.get(f, "-")) for f, _ in DRIVER_COLUMNS]
+            row += [str((attrs or {}).get(f, "-")) for f, _ in DRIVER_COLUMNS]
         rows.append(row)
         if res is not None:
             notes += [f"  ! {e.name}: {w}" for w in res.warnings]

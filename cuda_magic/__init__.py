@@ -1,24 +1,27 @@
 """cuda-magic: compile CUDA C++ in a notebook under a configuration you can see, and launch it.
 
-``%load_ext cuda_magic`` registers ``%%cuda`` and ``%cuda_config``.
+``%load_ext cuda_magic`` registers ``%%cuda``, ``%%cuda_compare`` and ``%cuda_config``.
 Importing this package does not initialise CUDA.  The Python API::
 
     from cuda_magic import compile_source, sass, ptx
     r = compile_source(src, {"cuda": {"arch": "sm_90a"}})
     r.resources, r.argv, r.config.provenance, sass(r, "scale")
     view(r)                      # the tabbed view; show(r, "sass") prints text
+    c = compare(src, arch="sm_90a", run="scale[1, 256](x, y, 0.5, 256)")   # FTZ off vs on
 """
 
 from .arch import detect_arch
 from .cell import CellError, Module, build, line_config
 from .backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
                        register_backend)
+from .comparison import Comparison, RunError, compare
 from .compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
                        resolve_layers, set_cache_dir)
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
 from .display import show, view
 from .inspect import ptx, sass, sass_text
+from .numbers import denormals, ulp_distance
 from .ptxas import Resources, parse_ptxas
 from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
                       isolate, lost, synchronize)
@@ -26,7 +29,8 @@ from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError,
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError", "ArgumentRangeError", "BenchResult", "CellError", "CudaError", "Kernel",
+    "ArgumentError", "ArgumentRangeError", "BenchResult", "CellError", "Comparison", "CudaError",
+    "Kernel", "RunError", "compare", "denormals", "ulp_distance",
     "Module", "NoGPUError", "build", "isolate", "line_config", "lost", "synchronize",
     "Backend", "BackendConfig", "CompilationResult", "CompileError", "ConfigError", "Resolved",
     "Resources", "ToolNotFoundError", "canonical_json", "clear_cache", "compile_resolved",
@@ -37,6 +41,7 @@ __all__ = [
 
 
 def load_ipython_extension(ip) -> None:
-    """``%load_ext cuda_magic``: register ``%%cuda`` and ``%cuda_config`` (CUDA stays untouched)."""
+    """``%load_ext cuda_magic``: register ``%%cuda``, ``%%cuda_compare`` and ``%cuda_config``
+    (CUDA stays untouched)."""
     from .magics import load
     load(ip)

@@ -12,7 +12,7 @@ import functools
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import yaml
 
@@ -23,7 +23,7 @@ from .runtime import Kernel, Param
 from . import signature
 from .signature import KernelDecl, SignatureError, blank, find_kernels
 
-__all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "build"]
+__all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "resolve_cell", "build"]
 
 HEADER = "//|"
 
@@ -244,28 +244,38 @@ class Module:
         return f"<Module {', '.join(self.kernels) or '(no kernels)'}: {builds}>"
 
 
+def _layers(parsed: ParsedCell, options: Mapping, session: Mapping | None, preset: str | None):
+    for key in options:
+        if key in parsed.header:
+            raise CellError(f"'{key}' is set both on the %%cuda line and in the //| header; "
+                            f"set it in one place", parsed.header_lines.get(key), key)
+    base = [(f"preset:{preset}", get_preset(preset))] if preset else []
+    return base + [("session", session), ("cell", {**options, **parsed.header})]
+
+
+def resolve_cell(text: str, options: Mapping | None = None, *, session: Mapping | None = None,
+                 preset: str | None = None) -> Resolved:
+    """The cell's config (defaults < preset < session < cell line and header), without compiling."""
+    return resolve(*_layers(parse_cell(text), validate(options), session, preset))
+
+
 def build(text: str, options: Mapping | None = None, *, session: Mapping | None = None,
           preset: str | None = None, instantiate: Sequence[str] = (), force: bool = False,
-          load: bool = False) -> Module:
+          load: bool = False, adjust: Callable[[Resolved], Resolved] | None = None) -> Module:
     """Parse, layer, compile and wrap one cell.
 
     ``options`` is the magic line's layer (see :func:`line_config`); it and
     the cell's ``//|`` header together form the ``cell`` layer, and a key in
     both is an error.  ``instantiate`` names template instances
     (``"axpy<float>"``).  ``load=True`` loads the modules on the GPU now and
-    records a failure in ``Module.load_error`` instead of raising.
+    records a failure in ``Module.load_error`` instead of raising.  ``adjust``
+    edits each resolved config after all layers (``%%cuda_compare`` variants).
     """
+    adjust = adjust or (lambda resolved: resolved)
     parsed = parse_cell(text)
     options = validate(options)
-    for key in options:
-        if key in parsed.header:
-            raise CellError(f"'{key}' is set both on the %%cuda line and in the //| header; "
-                            f"set it in one place", parsed.header_lines.get(key), key)
-    base = []
-    if preset:
-        base.append((f"preset:{preset}", get_preset(preset)))
-    base += [("session", session), ("cell", {**options, **parsed.header})]
-    cell_config = resolve(*base)
+    base = _layers(parsed, options, session, preset)
+    cell_config = adjust(resolve(*base))
 
     decls = {k.name: k for k in parsed.kernels}
     entries: list[tuple[str, str, tuple, KernelDecl, bool]] = []
@@ -291,7 +301,7 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
         layer = parsed.kernel_headers.get(decl.name, ({}, {}))[0]
         layers = base + ([(f"kernel:{decl.name}", layer)] if layer else [])
         try:
-            config = complete(resolve(*layers))
+            config = complete(adjust(resolve(*layers)))
         except ConfigError as exc:
             raise CellError(f"kernel '{name}': {exc}", decl.line, exc.key) from None
         resolved_entries.append(_Entry(name, pyname, tuple(params), decl, config, is_instance))

@@ -1,6 +1,7 @@
-"""IPython glue: ``%%cuda``, ``%cuda_config`` and how their results display.
+"""IPython glue: ``%%cuda``, ``%%cuda_compare``, ``%cuda_config`` and how their results display.
 
-The work happens in :mod:`cuda_magic.cell` (compiling) and :mod:`cuda_magic.display` (views).
+The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.compare`
+(variants) and :mod:`cuda_magic.display` (views).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from IPython.utils.process import arg_split
 from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
 from . import cell as _cell
+from . import comparison as _compare
 from .arch import detect_arch
 from .backends import CompileError
 from .compiler import CompilationResult, set_cache_dir
 from .config import KEYS, ConfigError, from_json, get_preset, register_preset
 from .config import validate as validate_config
 from .display import ConfigView, ErrorView, view
+from .display.compare import CompareView
+from .variants import TOGGLES
 
 _LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas")
 
@@ -71,7 +75,8 @@ def _layer(args) -> dict:
 
 @magics_class
 class CudaMagics(Magics):
-    """``%%cuda`` compiles a cell of CUDA C++; ``%cuda_config`` sets session defaults."""
+    """``%%cuda`` compiles a cell of CUDA C++, ``%%cuda_compare`` compares builds of one,
+    ``%cuda_config`` sets session defaults."""
 
     defaults = Dict(help="Session defaults: a flat config such as {'arch': 'sm_90a'}; "
                          "%cuda_config edits it.").tag(config=True)
@@ -168,6 +173,71 @@ class CudaMagics(Magics):
 
     @magic_arguments()
     @config_options
+    @argument("--instantiate", action="append", metavar='"NAME<T>"',
+              help='instantiate a template kernel, e.g. --instantiate "axpy<float>" (repeatable)')
+    @argument("--vary", nargs="+", choices=TOGGLES, metavar="TOGGLE",
+              help=f"compare the cell as configured with each toggle flipped: {', '.join(TOGGLES)}")
+    @argument("--variant", action="append", metavar='"NAME: JSON"',
+              help='a variant set by a config layer, e.g. --variant \'precise: {"nvrtc": '
+                   '["--prec-div=true"]}\' (repeatable)')
+    @argument("--run", action="append", metavar='"EXPR"',
+              help='Python launching the kernels, run once per variant on copies of the arrays it '
+                   'names, e.g. --run "scale[1, 256](x, y, 0.5, 256)" (repeatable; needs a GPU)')
+    @argument("--inputs", choices=_compare.INPUTS,
+              help="refill the arrays --run passes to const pointers: denormal (cuda_magic."
+                   "denormals) or random")
+    @argument("--diff", choices=("side", "unified"), default="side", help="SASS diff layout")
+    @argument("--ptx", action="store_true", help="also show the PTX diff")
+    @argument("--name", help="also bind the comparison under this name")
+    @argument("--force", action="store_true", help="recompile even if the cache has these builds")
+    @cell_magic
+    def cuda_compare(self, line, cell):
+        """Compile this cell once per variant and show what changed: argv, resources, SASS
+        (``.FTZ`` counted) and, with ``--run`` on a GPU, the numbers.
+
+        Default variants: fast math with ``--ftz=false`` (the baseline) and
+        ``--ftz=true`` (the active compiler's list gets ``--use_fast_math
+        --ftz=...``; its other flags stay).  ``--vary TOGGLE ...`` compares
+        the cell as configured with each toggle flipped (ftz, prec-div,
+        prec-sqrt, fmad, fast-math); ``--variant "NAME: JSON"`` adds a
+        variant set by a config layer.  The first variant is the baseline.
+
+        ``--run`` is evaluated once per variant in your namespace with that
+        variant's kernels, on its own copies of the arrays it names (yours
+        stay untouched).  Per output array (non-const pointer) you see how
+        many elements differ from the baseline, how many were flushed to 0
+        where another variant kept a subnormal, and the largest absolute and
+        ULP difference.  The widget's toggles rebuild the last variant
+        (through the compile cache) and re-run it against the fixed baseline.
+        The cell binds no kernels; ``--name c`` binds the Comparison.
+
+        Examples::
+
+            %%cuda_compare --arch sm_90a --run "scale[1, 256](x, y, 0.5, 256)" --inputs denormal
+            extern "C" __global__ void scale(const float* x, float* y, float a, int n) { ... }
+
+            %%cuda_compare --vary ftz prec-div --diff unified
+            %%cuda_compare --variant 'fast: {"nvrtc": ["--use_fast_math"]}' --variant 'precise: {"nvrtc": []}'
+
+            x = cuda_magic.denormals(256)     # subnormals, FLT_MIN, zeros, negatives
+        """
+        args = _parse(self.cuda_compare, line, "%%")
+        recipe = _compare.Recipe(cell, _layer(args), dict(self.defaults), args.preset or self.preset,
+                                 tuple(args.instantiate or ()), args.force)
+        try:
+            result = _compare.build(recipe, args.variant, vary=args.vary or (), run=args.run,
+                                    inputs=args.inputs, namespace=self.shell.user_ns,
+                                    diff_mode=args.diff, show_ptx=args.ptx)
+        except CompileError as exc:
+            display(ErrorView(exc))
+            exc.shown = True
+            raise
+        if args.name:
+            self.shell.user_ns[args.name] = result
+        return result
+
+    @magic_arguments()
+    @config_options
     @argument("--unset", action="append", metavar="KEY", help="drop a session default (repeatable)")
     @argument("--reset", action="store_true", help="drop all session defaults and the preset")
     @argument("--json", action="store_true", help="print the resolved config as canonical JSON")
@@ -218,7 +288,7 @@ class CudaMagics(Magics):
 
 
 def load(ip) -> None:
-    """Register the magics, and show Modules and CompilationResults as their views."""
+    """Register the magics, and show Modules, CompilationResults and Comparisons as their views."""
     magics = CudaMagics(shell=ip)
     ip.register_magics(magics)
     fmt = ip.display_formatter
@@ -226,3 +296,7 @@ def load(ip) -> None:
         fmt.mimebundle_formatter.for_type(
             cls, lambda obj: view(obj, static_sass=magics.static_sass)._repr_mimebundle_())
         fmt.formatters["text/plain"].for_type(cls, lambda obj, p, cycle: p.text(view(obj).text()))
+    fmt.mimebundle_formatter.for_type(
+        _compare.Comparison, lambda obj: CompareView(obj)._repr_mimebundle_())
+    fmt.formatters["text/plain"].for_type(
+        _compare.Comparison, lambda obj, p, cycle: p.text(CompareView(obj).text()))

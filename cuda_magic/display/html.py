@@ -47,7 +47,7 @@ def pre(text: str, style: str = "") -> str:
     return f'<pre style="{PRE}; {style}">{escape(text)}</pre>'
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def table(head: list[str], rows: list[list[str]]) -> str:
     """Cells are HTML already (escaped by the caller)."""
     th = "".join(f'<th style="{CELL}; border-bottom: 1px solid rgba(127,127,127,0.5)">{h}</th>'
                  for h in head)
@@ -94,7 +94,7 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
             shown = _span("(not set)", DIM) if value is None else escape(value)
             out += [f"<b>{shown}</b>" if differs else shown, _layer(layer)]
         body.append(out)
-    parts = [lead, _table(head, body)]
+    parts = [lead, table(head, body)]
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""
         parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + pre(argv_text(argv), WRAP))
@@ -126,7 +126,7 @@ def resources(c: Content) -> str:
             row += [escape(str((attrs or {}).get(f, "—"))) for f, _ in DRIVER_COLUMNS]
         body.append(row)
     missing = [note(n) for b in c.builds if (n := resource_note(b))]
-    return _table(head, body) + "".join(notes + missing)
+    return table(head, body) + "".join(notes + missing)
 
 
 def log(c: Content) -> str:
@@ -164,7 +164,7 @@ def source(text: str) -> str:
     return _highlight(text, CudaLexer(), linenos=True)
 
 
-def _section(title: str, body: str) -> str:
+def section(title: str, body: str) -> str:
     return (f'<details open style="margin: 4px 0"><summary style="{MONO}; font-weight: bold; '
             f'cursor: pointer">{escape(title)}</summary>{body}</details>')
 
@@ -174,8 +174,8 @@ def page(c: Content, sass_of=None, sass_lines: int = 40) -> str:
 
     ``sass_of(build, entry)`` returns a kernel's SASS text, or None to leave it out.
     """
-    parts = [header(c), _section("Config", config_of(c)), _section("Resources", resources(c)),
-             _section("Log", log(c))]
+    parts = [header(c), section("Config", config_of(c)), section("Resources", resources(c)),
+             section("Log", log(c))]
     if sass_of is not None and c.entries:
         blocks = []
         for b, e in c.entries:
@@ -194,8 +194,8 @@ def page(c: Content, sass_of=None, sass_lines: int = 40) -> str:
                 blocks.append(note(f"… {more} more lines: cuda_magic.show(m, 'sass', "
                                    f"kernel={e.name!r})"))
         if blocks:
-            parts.append(_section("SASS (start)", "".join(blocks)))
-    parts.append(_section("Source", source(c.source)))
+            parts.append(section("SASS (start)", "".join(blocks)))
+    parts.append(section("Source", source(c.source)))
     return f'<div class="cuda-magic">{"".join(parts)}</div>'
 
 
@@ -214,5 +214,5 @@ def error(exc) -> str:
     body = f'<pre style="{PRE}">' + "\n".join(items) + "</pre>" if items else ""
     return (f'<div class="cuda-magic">{head}{body}'
             f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{pre(argv_text(exc.argv), WRAP)}'
-            + _section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)"))
+            + section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)"))
             + "</div>")

@@ -8,7 +8,7 @@ from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, buil
 __all__ = ["config", "config_of", "resources", "log", "summary", "numbered"]
 
 
-def _table(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+def table(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     fmt = indent + "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*head).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
@@ -21,7 +21,7 @@ def config(columns, argvs=()) -> str:
     rows = [[key] + [x for v, layer in cells for x in (v if v is not None else "(not set)",
                                                          f"[{layer}]" if layer else "")]
             for key, cells in config_rows(columns)]
-    out = _table(head, rows)
+    out = table(head, rows)
     for label, argv in argvs:
         out.append(f"argv{f' ({label})' if many else ''}: {argv_text(argv)}")
     return "\n".join(out)
@@ -51,7 +51,7 @@ def resources(c: Content, kernel: str | None = None) -> str:
                 notes.append(f"  ! {e.name} spills: {res.spill_stores} B stores, "
                              f"{res.spill_loads} B loads")
     notes += [f"  {n}" for b in {id(b): b for b, _ in entries}.values() if (n := resource_note(b))]
-    return "\n".join(_table(head, rows) + notes)
+    return "\n".join(table(head, rows) + notes)
 
 
 def log(c: Content) -> str:

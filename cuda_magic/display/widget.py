@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 from . import html
 
-__all__ = ["TITLES", "LazyPanel", "cell_widget"]
+__all__ = ["TITLES", "COMPARE_TITLES", "LazyPanel", "cell_widget", "compare_widget"]
 
 TITLES = ("Config", "Resources", "Log", "SASS", "PTX", "Source")
 
@@ -70,4 +70,105 @@ def cell_widget(view):
     tab.observe(opened, names="selected_index")
     box = widgets.VBox([widgets.HTML(html.header(c)), tab])
     box.tab, box.sass, box.ptx = tab, sass, ptx   # for tests and users poking at it
+    return box
+
+
+COMPARE_TITLES = ("Variants", "Resources", "SASS diff", "Numbers", "PTX diff", "Source")
+
+
+def compare_widget(cmp):
+    """The widget for a :class:`~cuda_magic.comparison.Comparison`: a header, toggles for the last
+    variant (each change rebuilds it through the compile cache and re-runs it; the baseline stays),
+    then tabs.  ``box.comparison`` is the comparison shown now."""
+    import time
+
+    import ipywidgets as widgets
+
+    from ..variants import TOGGLES
+    from . import compare as view
+
+    box = widgets.VBox()
+    box.comparison = cmp
+    head = widgets.HTML()
+    status = widgets.HTML(html.note(f"the toggles set variant {cmp.names[-1]!r}; the baseline "
+                                    f"{cmp.baseline!r} stays fixed"))
+    toggles = {t: widgets.Checkbox(value=False, description=t, indent=False,
+                                   layout=widgets.Layout(width="auto", margin="0 14px 0 0"))
+               for t in TOGGLES}
+    kernel = widgets.Dropdown(options=cmp.kernels or ["(no kernels)"], description="kernel")
+    if len(cmp.kernels) < 2:
+        kernel.layout.display = "none"
+    mode = widgets.ToggleButtons(options=[("side by side", "side"), ("unified", "unified")],
+                                 value=cmp.diff_mode, style={"button_width": "auto"})
+    sass = widgets.HTML()
+    panes = {"Variants": widgets.HTML(), "Resources": widgets.HTML(),
+             "SASS diff": widgets.VBox([widgets.HBox([kernel, mode]), sass]),
+             "Numbers": widgets.HTML(), "PTX diff": widgets.HTML(), "Source": widgets.HTML()}
+    tab = widgets.Tab(children=[panes[t] for t in COMPARE_TITLES], titles=COMPARE_TITLES,
+                      selected_index=2)
+    quiet = {"on": False}
+
+    def show_sass(_=None):
+        c = box.comparison
+        sass.value = view.html_sass(c, kernel.value, mode.value) if c.kernels else \
+            html.note("no kernels in this cell")
+
+    def show_ptx():
+        panes["PTX diff"].value = html.note("⏳ getting the PTX …")
+        try:
+            panes["PTX diff"].value = view.html_ptx(box.comparison)
+        except Exception as exc:
+            panes["PTX diff"].value = html.note(f"{type(exc).__name__}: {exc}", html.ERR)
+
+    def refresh():
+        c = box.comparison
+        head.value = f'<div style="{html.MONO}"><b>{html.escape(view.header(c))}</b></div>'
+        panes["Variants"].value = view.html_variants(c)
+        panes["Resources"].value = view.html_resources(c)
+        panes["Numbers"].value = view.html_numbers(c)
+        panes["Source"].value = html.source(c.source)
+        show_sass()
+        if tab.selected_index == COMPARE_TITLES.index("PTX diff"):
+            show_ptx()
+        else:
+            panes["PTX diff"].value = html.note("computed when this tab is opened")
+        quiet["on"] = True
+        try:
+            for t, w in toggles.items():
+                w.value = c.state(c.names[-1])[t]
+        finally:
+            quiet["on"] = False
+
+    def toggled(change):
+        if quiet["on"]:
+            return
+        t = change["owner"].description
+        start = time.perf_counter()
+        try:
+            new = box.comparison.toggled(t, change["new"])
+        except Exception as exc:     # a compile or run error: keep what is shown, say why
+            status.value = html.note(f"{t}={change['new']}: {type(exc).__name__}: {exc}", html.ERR)
+            quiet["on"] = True
+            change["owner"].value = change["old"]
+            quiet["on"] = False
+            return
+        took = (time.perf_counter() - start) * 1e3
+        results = new.modules[new.names[-1]].results
+        how = "from the cache" if all(r.cache_hit for r in results) else "compiled"
+        box.comparison = new
+        refresh()
+        status.value = html.note(f"{t} → {'on' if change['new'] else 'off'}: variant "
+                                 f"{new.names[-1]!r} {how} in {took:.0f} ms"
+                                 + (", re-run" if new.numbers is not None else ""))
+
+    for w in toggles.values():
+        w.observe(toggled, names="value")
+    kernel.observe(show_sass, names="value")
+    mode.observe(show_sass, names="value")
+    tab.observe(lambda ch: ch["new"] == COMPARE_TITLES.index("PTX diff") and show_ptx(),
+                names="selected_index")
+    refresh()
+    box.children = [head, widgets.HBox(list(toggles.values())), status, tab]
+    box.tab, box.toggles, box.status, box.panes, box.kernel, box.mode = \
+        tab, toggles, status, panes, kernel, mode
     return box

@@ -1,0 +1,329 @@
+"""How a :class:`~cuda_magic.comparison.Comparison` looks: variants, resource and SASS diffs, numbers.
+
+Text (terminal, ``show``) and HTML (nbconvert, the widget's panes) read the
+same rows from here.  SASS diffs pair each variant with the baseline, side by
+side (sdiff-style markers ``|``, ``<``, ``>``) or unified; ``.FTZ`` is marked.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from html import escape
+
+from .. import diff
+from ..variants import TOGGLES
+from . import html
+from .content import RESOURCE_COLUMNS, argv_text
+from .text import table as text_table
+
+__all__ = ["CompareView", "builds", "resource_diff", "header"]
+
+FOLD = 8           # equal runs longer than this fold to their ends
+CONTEXT = 3
+BG = {"replace": "background: rgba(241,196,15,0.22)", "delete": "background: rgba(231,76,60,0.18)",
+      "insert": "background: rgba(46,204,113,0.20)", "equal": ""}
+MARK = {"replace": "|", "delete": "<", "insert": ">", "equal": " "}
+FTZ = "color: #c0392b; font-weight: bold"
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+def builds(cmp) -> list[tuple[str, str, object]]:
+    """``[(label, variant, CompilationResult)]`` per variant and build (the label names the
+    kernels when a variant has several builds)."""
+    out = []
+    for name in cmp.names:
+        results = cmp.modules[name].results
+        for r in results:
+            kernels = [k for k in cmp.kernels if cmp.result(name, k) is r]
+            out.append((name if len(results) == 1 else f"{name} ({', '.join(kernels) or 'cell'})",
+                        name, r))
+    return out
+
+
+def toggles(cmp, name: str) -> str:
+    s = cmp.state(name)
+    return " ".join(f"{t}={'on' if s[t] else 'off'}" if t == "fast-math" else
+                    f"{t}={'true' if s[t] else 'false'}" for t in TOGGLES)
+
+
+def resource_diff(cmp) -> list[tuple[str, str, list[str], bool]]:
+    """``[(kernel, metric, [value per variant], differs)]``."""
+    rows = []
+    for k in cmp.kernels:
+        for attr, label in RESOURCE_COLUMNS:
+            values = []
+            for name in cmp.names:
+                res = cmp.result(name, k).resources.get(cmp.symbol(name, k))
+                values.append("–" if res is None else str(getattr(res, attr)))
+            rows.append((k, label, values, len(set(values)) > 1))
+        counts = [str(len(cmp.instructions(n, k))) for n in cmp.names]
+        rows.append((k, "SASS lines", counts, len(set(counts)) > 1))
+        ftz = [str(cmp.ftz(n, k)) for n in cmp.names]
+        rows.append((k, ".FTZ instructions", ftz, len(set(ftz)) > 1))
+    return rows
+
+
+def folded(rows: list[diff.Row]) -> list[diff.Row | int]:
+    """Rows with long equal runs replaced by the number of lines left out."""
+    out: list[diff.Row | int] = []
+    i = 0
+    while i < len(rows):
+        j = i
+        while j < len(rows) and rows[j].tag == "equal":
+            j += 1
+        run = j - i
+        if run > FOLD:
+            head = CONTEXT if i > 0 else 0
+            tail = CONTEXT if j < len(rows) else 0
+            out += rows[i:i + head]
+            out.append(run - head - tail)
+            out += rows[j - tail:j]
+        else:
+            out += rows[i:j]
+        if j < len(rows):
+            out.append(rows[j])
+        i = j + 1
+    return out
+
+
+def header(cmp) -> str:
+    first = cmp.modules[cmp.baseline].result
+    n = len(cmp.names)
+    ftz = ", ".join(f"{name} {sum(cmp.ftz(name, k) for k in cmp.kernels)}" for name in cmp.names)
+    return " · ".join([f"{n} variants: {' vs '.join(cmp.names)} (baseline {cmp.baseline})",
+                       ", ".join(cmp.kernels) or "no kernels", first.arch,
+                       f"{first.compiler} {first.compiler_version}", f".FTZ: {ftz}"])
+
+
+def _pairs(cmp, kernel: str):
+    base = cmp.instructions(cmp.baseline, kernel)
+    for name in cmp.names[1:]:
+        other = cmp.instructions(name, kernel)
+        yield name, base, other
+
+
+def _number_rows(cmp) -> list[list[str]]:
+    rows = []
+    for d in cmp.numbers or ():
+        rows.append([d.name, d.variant + (" (baseline)" if d.variant == cmp.baseline else ""),
+                     f"{d.dtype}[{d.size}]", str(d.differ), str(d.flushed), f"{d.max_abs:.6g}",
+                     str(d.max_ulp)])
+    return rows
+
+
+NUMBER_HEAD = ["array", "variant", "dtype", "differ", "flushed to 0", "max abs diff", "max ULP"]
+
+
+# -- text ---------------------------------------------------------------------------------------
+
+def text_sass(cmp, kernel: str, mode: str) -> list[str]:
+    out = []
+    for name, base, other in _pairs(cmp, kernel):
+        n = diff.changed(base, other)
+        out.append(f"{kernel}: {name} vs {cmp.baseline}: {n} line{'s' if n != 1 else ''} changed; "
+                   f".FTZ {cmp.ftz(cmp.baseline, kernel)} -> {cmp.ftz(name, kernel)}")
+        if not n:
+            continue
+        if mode == "unified":
+            out += ["  " + line for line in diff.unified(base, other, cmp.baseline, name)]
+            continue
+        width = min(max([len(x) for x in base] + [len(cmp.baseline)]), 60)
+        out.append(f"  {cmp.baseline:<{width}}   {name}")
+        for row in folded(diff.side_by_side(base, other)):
+            if isinstance(row, int):
+                out.append(f"  … {row} equal lines")
+            else:
+                out.append(f"  {(row.left or ''):<{width}} {MARK[row.tag]} {row.right or ''}".rstrip())
+    return out
+
+
+def text(cmp) -> str:
+    out = [header(cmp), "variants"]
+    out += text_table(["variant", "toggles", "argv"],
+                       [[label, toggles(cmp, name), argv_text(r.argv)] for label, name, r in builds(cmp)])
+    out.append("resources")
+    out += text_table(["kernel", "", *cmp.names],
+                       [[k, label, *values, "*" if differs else ""]
+                        for k, label, values, differs in resource_diff(cmp)])
+    out.append(f"SASS ({'unified' if cmp.diff_mode == 'unified' else 'side by side'})")
+    for k in cmp.kernels:
+        out += ["  " + line for line in text_sass(cmp, k, cmp.diff_mode)]
+    out.append("numbers")
+    if cmp.numbers is None:
+        out.append("  " + (cmp.note or "not run: give --run \"kernel[grid, block](args)\""))
+    elif not cmp.numbers:
+        out.append("  no output array changed in any variant")
+    else:
+        out += text_table(NUMBER_HEAD, _number_rows(cmp))
+    if cmp.show_ptx:
+        out.append("PTX")
+        base = cmp.ptx(cmp.baseline)
+        for name in cmp.names[1:]:
+            lines = diff.unified(base, cmp.ptx(name), cmp.baseline, name)
+            out += ["  " + line for line in lines] or [f"  {name}: same PTX as {cmp.baseline}"]
+    return "\n".join(out)
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+def _code(line: str | None) -> str:
+    if line is None:
+        return ""
+    parts = line.split(".FTZ")
+    return f'<span style="{FTZ}">.FTZ</span>'.join(escape(p) for p in parts)
+
+
+def html_sass(cmp, kernel: str, mode: str) -> str:
+    blocks = []
+    cell = f"padding: 0 8px; {html.MONO}; white-space: pre"
+    for name, base, other in _pairs(cmp, kernel):
+        n = diff.changed(base, other)
+        blocks.append(html.note(f"{kernel}: {name} vs {cmp.baseline}: {n} line"
+                                f"{'s' if n != 1 else ''} changed · .FTZ "
+                                f"{cmp.ftz(cmp.baseline, kernel)} → {cmp.ftz(name, kernel)}",
+                                "font-weight: bold"))
+        if not n:
+            continue
+        if mode == "unified":
+            lines = []
+            for line in diff.unified(base, other, cmp.baseline, name):
+                tag = "insert" if line.startswith("+") else "delete" if line.startswith("-") else "equal"
+                if line.startswith(("+++", "---", "@@")):
+                    tag = "equal"
+                lines.append(f'<div style="{BG[tag]}">{_code(line) or "&nbsp;"}</div>')
+            blocks.append(f'<div style="{html.PRE}">{"".join(lines)}</div>')
+            continue
+        rows = [f'<tr><th style="{cell}; text-align: left">{escape(cmp.baseline)}</th><th></th>'
+                f'<th style="{cell}; text-align: left">{escape(name)}</th></tr>']
+        for row in folded(diff.side_by_side(base, other)):
+            if isinstance(row, int):
+                rows.append(f'<tr><td colspan="3" style="{cell}; {html.DIM}">… {row} equal lines</td></tr>')
+                continue
+            style = BG[row.tag]
+            rows.append(f'<tr style="{style}"><td style="{cell}">{_code(row.left)}</td>'
+                        f'<td style="{cell}; {html.DIM}">{MARK[row.tag]}</td>'
+                        f'<td style="{cell}">{_code(row.right)}</td></tr>')
+        blocks.append(f'<div style="{html.PRE}; white-space: normal"><table style="border-collapse: '
+                      f'collapse">{"".join(rows)}</table></div>')
+    return "".join(blocks) or html.note("one variant only")
+
+
+def html_variants(cmp) -> str:
+    bs = builds(cmp)
+    table = html.config([(label, r.config) for label, _, r in bs], [(label, r.argv) for label, _, r in bs])
+    states = html.table(["variant", *TOGGLES, "what it sets"],
+                         [[escape(n), *[_flag(cmp, n, t) for t in TOGGLES],
+                           escape(v.describe())] for n, v in zip(cmp.names, cmp.variants)])
+    return states + table
+
+
+def _flag(cmp, name: str, toggle: str) -> str:
+    on = cmp.state(name)[toggle]
+    base = cmp.state(cmp.baseline)[toggle]
+    text = "on" if on else "off"
+    return f"<b>{text}</b>" if on != base else text
+
+
+def html_resources(cmp) -> str:
+    if not cmp.kernels:
+        return html.note("no kernels in this cell")
+    body = [[escape(k), escape(label), *[f"<b>{escape(v)}</b>" if differs else escape(v) for v in values]]
+            for k, label, values, differs in resource_diff(cmp)]
+    return html.table(["kernel", "", *map(escape, cmp.names)], body) + html.note(
+        "bold: differs between variants")
+
+
+def png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def html_numbers(cmp, plot: bool = True) -> str:
+    if cmp.numbers is None:
+        return html.note(cmp.note or 'not run: give --run "kernel[grid, block](args)" to compare '
+                                     "the numbers", html.WARN if cmp.note else html.DIM)
+    if not cmp.numbers:
+        return html.note("no output array changed in any variant")
+    rows = [[escape(c) for c in r] for r in _number_rows(cmp)]
+    for r, d in zip(rows, cmp.numbers):
+        if d.differ or d.flushed:
+            r[3], r[4] = f"<b>{r[3]}</b>", f"<b>{r[4]}</b>"
+    out = html.table(NUMBER_HEAD, rows) + html.note(
+        "differ: elements not equal to the baseline's; flushed to 0: zero here where another "
+        "variant kept a subnormal; ULP: units in the last place")
+    if plot and len(cmp.names) > 1:
+        try:
+            fig = cmp.plot()
+        except ImportError:
+            return out + html.note("pip install matplotlib for a plot of the ULP difference per element")
+        out += f'<img alt="ULP difference per element" src="data:image/png;base64,{png(fig)}"/>'
+    return out
+
+
+def html_ptx(cmp) -> str:
+    base = cmp.ptx(cmp.baseline)
+    parts = []
+    for name in cmp.names[1:]:
+        lines = diff.unified(base, cmp.ptx(name), cmp.baseline, name)
+        if not lines:
+            parts.append(html.note(f"{name}: same PTX as {cmp.baseline}"))
+            continue
+        rows = []
+        for line in lines:
+            tag = "insert" if line.startswith("+") else "delete" if line.startswith("-") else "equal"
+            rows.append(f'<div style="{BG[tag]}">{escape(line) or "&nbsp;"}</div>')
+        parts.append(f'<div style="{html.PRE}">{"".join(rows)}</div>')
+    return "".join(parts)
+
+
+def page(cmp) -> str:
+    parts = [f'<div style="{html.MONO}; margin: 2px 0"><b>{escape(header(cmp))}</b></div>',
+             html.section("Variants", html_variants(cmp)),
+             html.section("Resources", html_resources(cmp)),
+             html.section("SASS diff", "".join(html_sass(cmp, k, cmp.diff_mode) for k in cmp.kernels)
+                           or html.note("no kernels in this cell")),
+             html.section("Numbers", html_numbers(cmp))]
+    if cmp.show_ptx:
+        parts.append(html.section("PTX diff", html_ptx(cmp)))
+    parts.append(html.section("Source", html.source(cmp.source)))
+    return f'<div class="cuda-magic">{"".join(parts)}</div>'
+
+
+class CompareView:
+    """The view of a comparison: text, static HTML, or the widget with toggles."""
+
+    def __init__(self, cmp):
+        self.comparison = cmp
+
+    def text(self) -> str:
+        return text(self.comparison)
+
+    def html(self) -> str:
+        return page(self.comparison)
+
+    def widget(self):
+        from .widget import compare_widget
+        return compare_widget(self.comparison)
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from . import _kernel_frontend, _widgets_available
+        if not _kernel_frontend():
+            return {}
+        if not _widgets_available():
+            return {"text/html": self.html()}
+        bundle = self.widget()._repr_mimebundle_()
+        bundle.pop("text/plain", None)
+        bundle["text/html"] = self.html()
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.text()

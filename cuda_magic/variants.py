@@ -99,7 +99,10 @@ class Variant:
             if k not in TOGGLES:
                 raise ConfigError(f"variant {name!r}: unknown toggle {k!r}; the toggles are "
                                   f"{', '.join(TOGGLES)}")
-        return cls(str(name), canonical_json(config), pairs)
+        try:
+            return cls(str(name), canonical_json(config), pairs)
+        except ConfigError as exc:
+            raise ConfigError(f"variant {name!r}: {exc}", exc.key) from None
 
     @property
     def config(self) -> dict:
@@ -157,7 +160,7 @@ def parse_variant(spec: str) -> Variant:
     """
     name, sep, text = str(spec).partition(":")
     name = name.strip()
-    if not sep or not name or not text.strip():
+    if not sep or not name or not text.strip() or any(c in name for c in '{}[]"'):
         raise ConfigError(f"--variant {spec!r}: write it as 'NAME: JSON', e.g. "
                           "'precise: {\"nvrtc\": [\"--prec-div=true\"]}'")
     try:
@@ -168,4 +171,4 @@ def parse_variant(spec: str) -> Variant:
     try:
         return Variant.of(name, data)
     except ConfigError as exc:
-        raise ConfigError(f"--variant {name!r}: {exc}", exc.key) from None
+        raise ConfigError(f"--{exc}", exc.key) from None

@@ -212,11 +212,11 @@ def html_sass(cmp, kernel: str, mode: str) -> str:
 
 def html_variants(cmp) -> str:
     bs = builds(cmp)
-    table = html.config([(label, r.config) for label, _, r in bs], [(label, r.argv) for label, _, r in bs])
+    configs = html.config([(label, r.config) for label, _, r in bs], [(label, r.argv) for label, _, r in bs])
     states = html.table(["variant", *TOGGLES, "what it sets"],
                          [[escape(n), *[_flag(cmp, n, t) for t in TOGGLES],
                            escape(v.describe())] for n, v in zip(cmp.names, cmp.variants)])
-    return states + table
+    return states + configs
 
 
 def _flag(cmp, name: str, toggle: str) -> str:

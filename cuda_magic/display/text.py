@@ -35,11 +35,11 @@ def resources(c: Content, kernel: str | None = None) -> str:
     entries = [(b, e) for b, e in c.entries if kernel in (None, e.name, e.symbol)]
     if not entries:
         return f"no kernel {kernel!r}" if kernel else "no kernels in this cell"
-    loaded, table = resource_rows(entries)
+    loaded, found = resource_rows(entries)
     head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS] + \
         ([h for _, h in DRIVER_COLUMNS] if loaded else [])
     rows, notes = [], []
-    for b, e, res, attrs in table:
+    for b, e, res, attrs in found:
         row = [e.name] + (["-"] * len(RESOURCE_COLUMNS) if res is None else
                           [str(getattr(res, f)) for f, _ in RESOURCE_COLUMNS])
         if loaded:

@@ -132,12 +132,14 @@ class Runner:
         if not filled:
             raise RunError(f"--inputs {self.inputs}: no float array is passed to a const pointer "
                            "parameter in --run (e.g. const float* x in scale[1, 256](x, y, 0.5, 256))")
-        for n in filled:
+        for i, n in enumerate(filled):       # each input gets its own values (rolled / seeded)
             a = self.arrays[n]
             host = _host(n, a)
-            make = numbers.denormals if self.inputs == "denormal" else numbers.random_inputs
-            values = make(host.size, host.dtype).reshape(host.shape)
-            self.arrays[n] = _like(a, values)
+            if self.inputs == "denormal":
+                values = np.roll(numbers.denormals(host.size, host.dtype), i * (host.size // 7 + 1))
+            else:
+                values = numbers.random_inputs(host.size, host.dtype, seed=i)
+            self.arrays[n] = _like(a, values.reshape(host.shape))
 
     def run(self, variant: str, module: cell.Module) -> dict[str, np.ndarray]:
         """Evaluate the code with ``module``'s kernels on fresh copies; every array afterwards."""

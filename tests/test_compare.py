@@ -224,7 +224,7 @@ def test_magic_end_to_end(shell, capsys):
     assert c.modules["ftz=true"].result.compiler == "nvcc"
     assert c.ftz("ftz=true", "scale") == 1 and c.ftz("ftz=false", "scale") == 0
     bundle, _ = shell.display_formatter.format(c)
-    assert "ftz=false vs ftz=true" in bundle["text/plain"]
+    assert "2 variants: ftz=false (baseline) vs ftz=true" in bundle["text/plain"]
     # session defaults and presets are layers below the variants
     shell.run_line_magic("cuda_config", f"--arch {ARCH} --nvrtc \"-lineinfo\"")
     c = shell.run_cell_magic("cuda_compare", "--vary ftz", SAXPY)

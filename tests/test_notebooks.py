@@ -55,3 +55,24 @@ def test_quickstart(monkeypatch):
     page, _ = HTMLExporter().from_notebook_node(nb)
     assert "kernel:scale_ftz" in page and ">Resources</summary>" in page
     assert "<b>[\"--use_fast_math\", \"--ftz=true\"]</b>" in page   # the value that differs
+
+
+def test_ftz_comparison(monkeypatch):
+    nb = execute("ftz_comparison.ipynb", monkeypatch)
+    text = "\n".join(texts(nb))
+    assert "ftz=false  .FTZ instructions: 0  FMUL R" in text
+    assert "ftz=true   .FTZ instructions: 1  FMUL.FTZ R" in text
+    assert "+FADD.FTZ R" in text                                   # the sum, as a unified diff
+    assert "CALL.REL.NOINC" in text and "MUFU.RCP" in text          # prec-div: IEEE vs approximate
+    assert "[variant:ftz=false]" in text
+    if detect_arch() is None:
+        assert "the numbers need a GPU: --run was not executed" in text
+    else:
+        assert "y[0] = 5.877472e-39" in text and "y[0] = 0" in text
+        assert "ftz=true   differ" in text and "ULP apart" in text
+        assert "prec-div=true  differ" in text
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    boxes = {m["state"]["description"] for m in state.values() if m["model_name"] == "CheckboxModel"}
+    assert boxes == {"ftz", "prec-div", "prec-sqrt", "fmad", "fast-math"}
+    tabs = {tuple(m["state"]["titles"]) for m in state.values() if m["model_name"] == "TabModel"}
+    assert tabs == {("Variants", "Resources", "SASS diff", "Numbers", "PTX diff", "Source")}

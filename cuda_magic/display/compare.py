@@ -92,7 +92,9 @@ def header(cmp) -> str:
     first = cmp.modules[cmp.baseline].result
     n = len(cmp.names)
     ftz = ", ".join(f"{name} {sum(cmp.ftz(name, k) for k in cmp.kernels)}" for name in cmp.names)
-    return " · ".join([f"{n} variants: {' vs '.join(cmp.names)} (baseline {cmp.baseline})",
+    names = [cmp.baseline if cmp.baseline == "baseline" else f"{cmp.baseline} (baseline)",
+             *cmp.names[1:]]
+    return " · ".join([f"{n} variants: {' vs '.join(names)}",
                        ", ".join(cmp.kernels) or "no kernels", first.arch,
                        f"{first.compiler} {first.compiler_version}", f".FTZ: {ftz}"])
 

@@ -43,3 +43,11 @@ def test_bench_display_runs():
     assert out.returncode == 0, out.stderr
     for row in ("compile (cold)", "widget", "SASS tab, first", "SASS tab, again", "every displayed cell"):
         assert row in out.stdout
+
+
+def test_bench_compare_runs():
+    out = _run_script("bench_compare.py", "--repeat", "1", "--n", "4096")
+    assert out.returncode == 0, out.stderr
+    for row in ("compare, cold", "compare, cached", "toggle, new config", "toggle, back"):
+        assert row in out.stdout
+    assert "no GPU: the run rows are skipped" in out.stdout or "run + report (GPU)" in out.stdout

@@ -55,3 +55,30 @@ def check_notebook(lab, name: str, screenshot: str):
 def test_quickstart(lab):
     shutil.copy(bu.ROOT / "notebooks" / "quickstart.ipynb", lab[0] / "quickstart.ipynb")
     check_notebook(lab, "quickstart.ipynb", "quickstart.png")
+
+
+def test_ftz_comparison_toggles(lab):
+    """The comparison's widget renders, and a toggle rebuilds the variant in the real frontend."""
+    root, page, base, token = lab
+    shutil.copy(bu.ROOT / "notebooks" / "ftz_comparison.ipynb", root / "ftz_comparison.ipynb")
+    png = bu.artifacts_dir() / "ftz_comparison.png"
+    png.unlink(missing_ok=True)
+    try:
+        bu.open_notebook(page, base, token, "ftz_comparison.ipynb", timeout=60)
+        bu.run_all(page, timeout=120)
+        tab = bu.widget_tab(page, "SASS diff", timeout=30)     # the first comparison's
+        assert bu.tab_titles(tab) == ["Variants", "Resources", "SASS diff", "Numbers", "PTX diff",
+                                      "Source"]
+        bu.expect(bu.select_tab(tab, "SASS diff")).to_contain_text("FMUL.FTZ", timeout=10_000)
+        toggle = page.locator(".widget-checkbox", has_text="prec-div")
+        widget = page.locator(".jp-OutputArea-output").filter(has=toggle).first   # the first cell's
+        box = widget.locator(".widget-checkbox", has_text="prec-div").locator("input")
+        bu.expect(widget).to_contain_text("stays fixed", timeout=10_000)
+        box.click()
+        bu.expect(widget).to_contain_text("prec-div → on", timeout=30_000)
+        bu.expect(bu.select_tab(tab, "Variants")).to_contain_text("--prec-div=true", timeout=10_000)
+        box.click()
+        bu.expect(widget).to_contain_text("from the cache", timeout=30_000)
+    finally:
+        page.screenshot(path=png, full_page=True, timeout=15_000)
+    assert png.stat().st_size > 0

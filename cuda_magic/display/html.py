@@ -29,7 +29,7 @@ WARN = "color: #d35400; font-weight: bold"
 ERR = "color: #c0392b; font-weight: bold"
 DIM = "opacity: 0.65"
 LAYER_COLOURS = {"default": "#7f8c8d", "detected": "#16a085", "preset": "#2980b9",
-                 "session": "#27ae60", "cell": "#d35400", "kernel": "#8e44ad"}
+                 "session": "#27ae60", "cell": "#d35400", "kernel": "#8e44ad", "variant": "#c0392b"}
 
 
 def _span(text: str, style: str) -> str:

@@ -154,7 +154,7 @@ class Runner:
             except Exception as exc:
                 raise RunError(f"--run {text!r} failed for variant {variant!r}: "
                                f"{type(exc).__name__}: {exc}") from exc
-        return {n: np.array(_host(n, ns[n]), copy=True) for n in copies}
+        return {n: np.asarray(_host(n, ns[n])) for n in copies}     # the copies are this run's own
 
     def outputs(self, results: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
         """The arrays to report: those passed as non-const pointers, else any a variant changed."""

@@ -185,7 +185,7 @@ class Recipe:
             return cell.build(self.source, self.options, session=self.session, preset=self.preset,
                               instantiate=self.instantiate, force=self.force, adjust=variant.apply)
         except ConfigError as exc:
-            raise type(exc)(f"variant {variant.name!r}: {exc}") from None
+            raise type(exc)(f"variant {variant.name!r}: {exc}", key=exc.key) from None
 
 
 class Comparison:
@@ -213,6 +213,7 @@ class Comparison:
         self.outputs = dict(outputs) if outputs is not None else None
         self.diff_mode, self.show_ptx = diff_mode, show_ptx
         self.numbers = self._numbers()
+        self.derived: dict = {}          # what views made from it once (the plot's PNG)
         first = self.modules[self.baseline]
         self.kernels = list(first.kernels)
 
@@ -286,9 +287,11 @@ class Comparison:
         overrides = {**self.overrides, toggle: bool(on)}
         for t in list(overrides):
             without = {k: v for k, v in overrides.items() if k != t}
-            if self._state(without) == self._state(overrides):
+            if self._toggles(self._with(without)) == self._toggles(self._with(overrides)):
                 overrides = without
-        last = self._variant(overrides)
+        last = self._with(overrides)
+        if overrides:
+            last = Variant(self._name(last), last.layer, last.toggles)
         variants = [*self.variants[:-1], last]
         modules = {**{v.name: self.modules[v.name] for v in self.variants[:-1]},
                    last.name: self.recipe.build(last)}
@@ -299,25 +302,22 @@ class Comparison:
         return Comparison(self.recipe, variants, modules, self.runner, outputs, self.note,
                           self.diff_mode, self.show_ptx, self.origin, overrides)
 
-    def _variant(self, overrides: Mapping[str, bool]) -> Variant:
+    def _with(self, overrides: Mapping[str, bool]) -> Variant:
         v = self.origin
         for t, on in overrides.items():
             v = v.plus(t, on)
-        return v if not overrides else Variant(self._name(v), v.layer, v.toggles)
+        return v
 
-    def _state(self, overrides: Mapping[str, bool]) -> dict[str, bool]:
-        v = self.origin
-        for t, on in overrides.items():
-            v = v.plus(t, on)
-        resolved = v.apply(cell.resolve_cell(self.source, self.recipe.options,
-                                             session=self.recipe.session, preset=self.recipe.preset))
+    def _toggles(self, variant: Variant) -> dict[str, bool]:
+        """The effective toggles ``variant`` gives the cell's config (no compile)."""
+        r = self.recipe
+        resolved = variant.apply(cell.resolve_cell(r.source, r.options, session=r.session,
+                                                   preset=r.preset))
         return state(resolved.get(resolved["compiler"], []))
 
     def _name(self, variant: Variant) -> str:
         """A toggled variant is named by how its toggles differ from the baseline's."""
-        resolved = variant.apply(cell.resolve_cell(self.source, self.recipe.options,
-                                                   session=self.recipe.session, preset=self.recipe.preset))
-        now, base = state(resolved.get(resolved["compiler"], [])), self.state(self.baseline)
+        now, base = self._toggles(variant), self.state(self.baseline)
         name = ", ".join(f"{t}={'true' if now[t] else 'false'}" for t in now if now[t] != base[t])
         name = name or "as baseline"
         return name if name not in self.names[:-1] else f"{name} (toggled)"

@@ -151,9 +151,20 @@ def array_diffs(name: str, values: Mapping[str, np.ndarray], baseline: str) -> l
     return rows
 
 
+def _binned(ulp: np.ndarray, points: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``points`` (index, value) pairs: the largest value of each run of elements."""
+    if ulp.size <= points:
+        return np.arange(ulp.size), ulp
+    step = -(-ulp.size // points)
+    padded = np.zeros(step * points)
+    padded[:ulp.size] = ulp
+    return np.arange(points) * step, padded.reshape(points, step).max(axis=1)
+
+
 def ulp_plot(diffs: list[ArrayDiff], baseline: str):
     """A matplotlib Figure: per element, each variant's ULP distance to ``baseline``, one axes
-    per array (symlog scale, so 0 and 2**23 both show).  Needs matplotlib."""
+    per array (symlog scale, so 0 and 2**23 both show; above 4096 elements, the largest of each
+    run of elements).  Needs matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -164,8 +175,8 @@ def ulp_plot(diffs: list[ArrayDiff], baseline: str):
     for ax, name in zip(axes, arrays):
         for d in diffs:
             if d.name == name and d.variant != baseline:
-                ulp = np.minimum(d.ulp, np.uint64(2**53)).astype(np.float64)
-                ax.plot(np.arange(ulp.size), ulp, ".", markersize=3, label=f"{d.variant} vs {baseline}")
+                x, ulp = _binned(np.minimum(d.ulp, np.uint64(2**53)).astype(np.float64))
+                ax.plot(x, ulp, ".", markersize=3, label=f"{d.variant} vs {baseline}")
         ax.set_yscale("symlog", linthresh=1)
         ax.set_title(f"{name}: ULP difference per element", fontsize=10)
         ax.set_xlabel("element")

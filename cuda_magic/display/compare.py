@@ -258,10 +258,10 @@ def html_numbers(cmp, plot: bool = True) -> str:
         "variant kept a subnormal; ULP: units in the last place")
     if plot and len(cmp.names) > 1:
         try:
-            fig = cmp.plot()
+            image = cmp.derived.get("plot") or cmp.derived.setdefault("plot", png(cmp.plot()))
         except ImportError:
             return out + html.note("pip install matplotlib for a plot of the ULP difference per element")
-        out += f'<img alt="ULP difference per element" src="data:image/png;base64,{png(fig)}"/>'
+        out += f'<img alt="ULP difference per element" src="data:image/png;base64,{image}"/>'
     return out
 
 

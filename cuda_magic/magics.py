@@ -1,6 +1,6 @@
 """IPython glue: ``%%cuda``, ``%%cuda_compare``, ``%cuda_config`` and how their results display.
 
-The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.compare`
+The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.comparison`
 (variants) and :mod:`cuda_magic.display` (views).
 """
 
@@ -16,7 +16,7 @@ from IPython.utils.process import arg_split
 from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
 from . import cell as _cell
-from . import comparison as _compare
+from . import comparison as _comparison
 from .arch import detect_arch
 from .backends import CompileError
 from .compiler import CompilationResult, set_cache_dir
@@ -183,7 +183,7 @@ class CudaMagics(Magics):
     @argument("--run", action="append", metavar='"EXPR"',
               help='Python launching the kernels, run once per variant on copies of the arrays it '
                    'names, e.g. --run "scale[1, 256](x, y, 0.5, 256)" (repeatable; needs a GPU)')
-    @argument("--inputs", choices=_compare.INPUTS,
+    @argument("--inputs", choices=_comparison.INPUTS,
               help="refill the arrays --run passes to const pointers: denormal (cuda_magic."
                    "denormals) or random")
     @argument("--diff", choices=("side", "unified"), default="side", help="SASS diff layout")
@@ -222,10 +222,10 @@ class CudaMagics(Magics):
             x = cuda_magic.denormals(256)     # subnormals, FLT_MIN, zeros, negatives
         """
         args = _parse(self.cuda_compare, line, "%%")
-        recipe = _compare.Recipe(cell, _layer(args), dict(self.defaults), args.preset or self.preset,
+        recipe = _comparison.Recipe(cell, _layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
         try:
-            result = _compare.build(recipe, args.variant, vary=args.vary or (), run=args.run,
+            result = _comparison.build(recipe, args.variant, vary=args.vary or (), run=args.run,
                                     inputs=args.inputs, namespace=self.shell.user_ns,
                                     diff_mode=args.diff, show_ptx=args.ptx)
         except CompileError as exc:
@@ -297,6 +297,6 @@ def load(ip) -> None:
             cls, lambda obj: view(obj, static_sass=magics.static_sass)._repr_mimebundle_())
         fmt.formatters["text/plain"].for_type(cls, lambda obj, p, cycle: p.text(view(obj).text()))
     fmt.mimebundle_formatter.for_type(
-        _compare.Comparison, lambda obj: CompareView(obj)._repr_mimebundle_())
+        _comparison.Comparison, lambda obj: CompareView(obj)._repr_mimebundle_())
     fmt.formatters["text/plain"].for_type(
-        _compare.Comparison, lambda obj, p, cycle: p.text(CompareView(obj).text()))
+        _comparison.Comparison, lambda obj, p, cycle: p.text(CompareView(obj).text()))

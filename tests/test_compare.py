@@ -423,3 +423,24 @@ def test_run_is_checked_before_anything_runs(fresh_cache):
     r = comparison.Runner(("scale[1, 8](x, y, 0.5, 8)",), {"x": x, "y": np.zeros(8, np.float32)}, "denormal")
     r.prepare(m)
     assert r.arrays["x"].tolist() == cuda_magic.denormals(8).tolist() and x.tolist() == [3.0] * 8
+
+
+def test_show_prints_the_parts_of_a_comparison(capsys):
+    cmp = cuda_magic.compare(SAXPY, arch=ARCH)
+    assert type(cuda_magic.view(cmp)).__name__ == "CompareView"
+    cuda_magic.show(cmp, "sass", kernel="scale")
+    out = capsys.readouterr().out
+    assert out.startswith("scale: ftz=true vs ftz=false: 1 line changed")
+    assert "FMUL R7, R2, UR6 ;                 | FMUL.FTZ R7, R2, UR6 ;" in out
+    cuda_magic.show(cmp, "ptx")
+    assert "+    mul.ftz.f32" in capsys.readouterr().out
+    cuda_magic.show(cmp, "config")
+    assert "--use_fast_math --ftz=true" in capsys.readouterr().out
+    cuda_magic.show(cmp, "numbers")
+    assert capsys.readouterr().out.startswith('not run: give --run')
+    cuda_magic.show(cmp)
+    assert capsys.readouterr().out.startswith("2 variants: ftz=false (baseline) vs ftz=true")
+    with pytest.raises(ValueError, match="kernel='nope': no such kernel here; the kernels are scale"):
+        cuda_magic.show(cmp, "sass", kernel="nope")
+    with pytest.raises(ValueError, match="what='numbers' is for a %%cuda_compare Comparison"):
+        cuda_magic.show(cmp.modules["ftz=true"], "numbers")

@@ -139,11 +139,16 @@ class ConfigView:
 
 
 def view(obj, **options):
-    """The view of a Module, CompilationResult or CompileError (a view is returned as is)."""
-    if isinstance(obj, (CellView, ErrorView, ConfigView)):
+    """The view of a Module, CompilationResult, Comparison or CompileError (a view is returned
+    as is)."""
+    from ..comparison import Comparison
+    from .compare import CompareView
+    if isinstance(obj, (CellView, ErrorView, ConfigView, CompareView)):
         return obj
     if isinstance(obj, CompileError):
         return ErrorView(obj)
+    if isinstance(obj, Comparison):
+        return CompareView(obj)
     return CellView(obj, **options)
 
 
@@ -158,18 +163,22 @@ def _entry(c: Content, kernel: str):
 def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> None:
     """Print one part of a compiled cell as plain text.
 
-    ``what`` is one of summary, config, resources, log, sass, ptx, source;
+    ``what`` is one of summary, config, resources, log, sass, ptx, source
+    (and numbers, for a comparison);
     ``kernel`` narrows sass, ptx, config, log and resources to one kernel
     (its C++ name or its name in the binary).  ``obj`` is a ``%%cuda``
-    Module, a CompilationResult or a CompileError.
+    Module, a CompilationResult, a CompileError or a ``%%cuda_compare``
+    Comparison (config: the variants and their argv; sass and ptx: the diffs;
+    summary: everything).
 
     Examples::
 
         cuda_magic.show(m, "sass", kernel="scale")
         cuda_magic.show(m.result, "log")
+        cuda_magic.show(c, "sass")            # a comparison's SASS diffs
     """
-    if what not in WHAT:
-        raise ValueError(f"what={what!r}: choose one of {', '.join(WHAT)}")
+    if what not in (*WHAT, "numbers"):
+        raise ValueError(f"what={what!r}: choose one of {', '.join(WHAT)} (numbers: a comparison's)")
     out = file or sys.stdout
     v = view(obj)
     if isinstance(v, ErrorView):
@@ -178,6 +187,22 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
     if isinstance(v, ConfigView):
         print(v.text(), file=out)
         return
+    if not isinstance(v, CellView):          # a comparison: its parts, or all of it
+        from .compare import text_parts
+        cmp = v.comparison
+        if kernel is not None and kernel not in cmp.kernels:
+            raise ValueError(f"kernel={kernel!r}: no such kernel here; the kernels are "
+                             f"{', '.join(cmp.kernels) or 'none'}")
+        if what == "source":
+            body = text.numbered(cmp.source)
+        elif what in ("summary", "log"):
+            body = v.text()
+        else:
+            body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx")[what])
+        print(body.rstrip("\n"), file=out)
+        return
+    if what == "numbers":
+        raise ValueError("what='numbers' is for a %%cuda_compare Comparison; this is a compiled cell")
     c = v.content
     picked = [_entry(c, kernel)] if kernel is not None else c.entries
     builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)

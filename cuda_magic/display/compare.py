@@ -141,30 +141,41 @@ def text_sass(cmp, kernel: str, mode: str) -> list[str]:
     return out
 
 
-def text(cmp) -> str:
-    out = [header(cmp), "variants"]
-    out += text_table(["variant", "toggles", "argv"],
-                       [[label, toggles(cmp, name), argv_text(r.argv)] for label, name, r in builds(cmp)])
-    out.append("resources")
-    out += text_table(["kernel", "", *cmp.names],
-                       [[k, label, *values, "*" if differs else ""]
-                        for k, label, values, differs in resource_diff(cmp)])
-    out.append(f"SASS ({'unified' if cmp.diff_mode == 'unified' else 'side by side'})")
-    for k in cmp.kernels:
-        out += ["  " + line for line in text_sass(cmp, k, cmp.diff_mode)]
-    out.append("numbers")
+def text_parts(cmp, kernel: str | None = None, ptx: bool | None = None) -> dict[str, list[str]]:
+    """The text view by part (what ``show`` prints): config, resources, sass, numbers, ptx
+    (the PTX diff only with ``ptx=True``, by default as the comparison was asked)."""
+    kernels = [k for k in cmp.kernels if kernel in (None, k)]
+    parts = {"config": text_table(["variant", "toggles", "argv"],
+                                  [[label, toggles(cmp, name), argv_text(r.argv)]
+                                   for label, name, r in builds(cmp)], indent="")}
+    parts["resources"] = text_table(["kernel", "", *cmp.names],
+                                    [[k, label, *values, "*" if differs else ""]
+                                     for k, label, values, differs in resource_diff(cmp) if k in kernels],
+                                    indent="")
+    parts["sass"] = [line for k in kernels for line in text_sass(cmp, k, cmp.diff_mode)]
     if cmp.numbers is None:
-        out.append("  " + (cmp.note or "not run: give --run \"kernel[grid, block](args)\""))
+        parts["numbers"] = [cmp.note or 'not run: give --run "kernel[grid, block](args)"']
     elif not cmp.numbers:
-        out.append("  no output array changed in any variant")
+        parts["numbers"] = ["no output array changed in any variant"]
     else:
-        out += text_table(NUMBER_HEAD, _number_rows(cmp))
-    if cmp.show_ptx:
-        out.append("PTX")
-        base = cmp.ptx(cmp.baseline)
-        for name in cmp.names[1:]:
-            lines = diff.unified(base, cmp.ptx(name), cmp.baseline, name)
-            out += ["  " + line for line in lines] or [f"  {name}: same PTX as {cmp.baseline}"]
+        parts["numbers"] = text_table(NUMBER_HEAD, _number_rows(cmp), indent="")
+    base = cmp.ptx(cmp.baseline) if (cmp.show_ptx if ptx is None else ptx) else None
+    parts["ptx"] = [] if base is None else [
+        line for name in cmp.names[1:]
+        for line in diff.unified(base, cmp.ptx(name), cmp.baseline, name)
+        or [f"{name}: same PTX as {cmp.baseline}"]]
+    return parts
+
+
+def text(cmp) -> str:
+    parts = text_parts(cmp)
+    titles = {"config": "variants", "resources": "resources",
+              "sass": f"SASS ({'unified' if cmp.diff_mode == 'unified' else 'side by side'})",
+              "numbers": "numbers", "ptx": "PTX"}
+    out = [header(cmp)]
+    for key, title in titles.items():
+        if parts[key]:
+            out += [title, *("  " + line for line in parts[key])]
     return "\n".join(out)
 
 

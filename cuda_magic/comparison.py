@@ -20,6 +20,7 @@ import numpy as np
 
 from . import cell, diff, inspect, numbers
 from .arch import detect_arch
+from .backends import CompileError
 from .config import ConfigError, Error, validate
 from .runtime import synchronize
 from .variants import TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
@@ -186,6 +187,8 @@ class Recipe:
                               instantiate=self.instantiate, force=self.force, adjust=variant.apply)
         except ConfigError as exc:
             raise type(exc)(f"variant {variant.name!r}: {exc}", key=exc.key) from None
+        except CompileError as exc:
+            raise exc.within(f"variant {variant.name!r}")
 
 
 class Comparison:

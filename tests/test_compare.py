@@ -252,8 +252,13 @@ def test_magic_bad_input(shell):
         shell.run_cell_magic("cuda_compare", f"--arch {ARCH} --variant 'p: [1'", SAXPY)
     with pytest.raises(UsageError, match="invalid choice: 'side-by-side'"):
         shell.run_cell_magic("cuda_compare", f"--arch {ARCH} --diff side-by-side", SAXPY)
-    with pytest.raises(cuda_magic.CompileError):
+    with pytest.raises(cuda_magic.CompileError, match="nvrtc failed to compile cell.cu for variant 'ftz=false'"):
         shell.run_cell_magic("cuda_compare", f"--arch {ARCH}", "__global__ void k() { oops }")
+    with pytest.raises(cuda_magic.CompileError, match="for variant 'bad'") as err:
+        shell.run_cell_magic("cuda_compare", f"--arch {ARCH} --variant 'bad: {{\"nvrtc\": [\"-DX=(\"]}}' "
+                             "--variant 'ok: {}'", "__global__ void k(float* y) { y[0] = X; }")
+    assert err.value._render_traceback_() == [
+        "CompileError: nvrtc failed to compile cell.cu for variant 'bad' (2 errors, shown above)"]
     doc = shell.find_cell_magic("cuda_compare").__doc__
     assert "Examples" in doc and "--vary" in doc and "--inputs" in doc
 

@@ -28,6 +28,19 @@ class CompileError(Error, RuntimeError):
     """
 
     shown = False   # set once the error was displayed in full (the %%cuda cell's error view)
+    context = ""    # e.g. "variant 'fast'" (%%cuda_compare): which build of the cell failed
+
+    def within(self, context: str) -> "CompileError":
+        """Name which build failed (shown after the file name); returns the error itself."""
+        self.context = context
+        self.args = (self._message(),)
+        return self
+
+    @property
+    def what(self) -> str:
+        """``nvrtc failed to compile cell.cu`` (``for variant 'x'``)."""
+        return f"{self.compiler} failed to compile {self.filename}" + (
+            f" for {self.context}" if self.context else "")
 
     def __init__(self, compiler: str, log: str, argv: Sequence[str], source: str,
                  filename: str = "cell.cu"):
@@ -51,7 +64,7 @@ class CompileError(Error, RuntimeError):
 
     def _message(self) -> str:
         src = self.source.splitlines()
-        parts = [f"{self.compiler} failed to compile {self.filename}"]
+        parts = [self.what]
         errors = self.error_lines()
         for lineno, text in errors:
             parts.append(text)
@@ -65,8 +78,7 @@ class CompileError(Error, RuntimeError):
         if not self.shown:
             return super()._render_traceback_()
         n = len(self.error_lines())
-        return [f"CompileError: {self.compiler} failed to compile {self.filename} "
-                f"({n} error{'s' if n != 1 else ''}, shown above)"]
+        return [f"CompileError: {self.what} ({n} error{'s' if n != 1 else ''}, shown above)"]
 
 
 class ToolNotFoundError(Error, RuntimeError):

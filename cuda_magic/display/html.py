@@ -208,8 +208,8 @@ def error(exc) -> str:
         items.append(_span(text, ERR))
         if lineno is not None and 0 < lineno <= len(src):
             items.append(_span(f"  {lineno:>4} | {src[lineno - 1]}", "font-weight: bold"))
-    head = (f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.compiler)} failed to compile '
-            f'{escape(exc.filename)}</b> · {len(errors)} error' + ("s" if len(errors) != 1 else "") +
+    head = (f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.what)}</b> · {len(errors)} error'
+            + ("s" if len(errors) != 1 else "") +
             "</div>")
     body = f'<pre style="{PRE}">' + "\n".join(items) + "</pre>" if items else ""
     return (f'<div class="cuda-magic">{head}{body}'

@@ -14,7 +14,7 @@ import cuda_magic
 from cuda_magic import comparison, diff, numbers
 from cuda_magic.config import ConfigError
 from cuda_magic.display import compare as view
-from cuda_magic.variants import Variant, default_variants, parse_variant, set_toggle, state, vary
+from cuda_magic.variants import default_variants, parse_variant, set_toggle, state, vary
 
 from conftest import ARCH, SAXPY
 

@@ -95,7 +95,7 @@ def test_second_process_agrees(tmp_path):
 
 
 def test_ulp_report_on_a_reduction(fresh_cache):
-    x = np.ones(4096, np.float32)          # refilled by --inputs denormal
+    x = np.ones(4096, np.float32)          # refilled by --inputs denormal; run= reads x, out here
     out = np.zeros(1, np.float32)
     cmp = cuda_magic.compare(REDUCE, run="block_sum[1, 256](x, out, 4096)", inputs="denormal")
     keep, flush = (float(cmp.outputs[n]["out"][0]) for n in ("ftz=false", "ftz=true"))
@@ -125,7 +125,7 @@ def test_prec_div_differs_by_ulps(fresh_cache):
 def test_cupy_and_torch_arrays_are_copied(fresh_cache):
     cupy = pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
-    xc = cupy.full(256, FLT_MIN, dtype=cupy.float32)
+    xc = cupy.full(256, FLT_MIN, dtype=cupy.float32)     # run= below names these locals
     yc = cupy.zeros(256, dtype=cupy.float32)
     xt = torch.full((256,), float(FLT_MIN), dtype=torch.float32, device="cuda")
     yt = torch.zeros(256, dtype=torch.float32, device="cuda")

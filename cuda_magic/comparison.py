@@ -128,14 +128,13 @@ class Runner:
                     self.roles[arg.id] = "output"
 
     def _fill(self) -> None:
-        filled = [n for n, a in self.arrays.items()
-                  if self.roles.get(n) == "input" and _host(n, a).dtype.kind == "f"]
+        hosts = {n: _host(n, a) for n, a in self.arrays.items() if self.roles.get(n) == "input"}
+        filled = [n for n, host in hosts.items() if host.dtype.kind == "f"]
         if not filled:
             raise RunError(f"--inputs {self.inputs}: no float array is passed to a const pointer "
                            "parameter in --run (e.g. const float* x in scale[1, 256](x, y, 0.5, 256))")
         for i, n in enumerate(filled):       # each input gets its own values (rolled / seeded)
-            a = self.arrays[n]
-            host = _host(n, a)
+            a, host = self.arrays[n], hosts[n]
             if self.inputs == "denormal":
                 values = np.roll(numbers.denormals(host.size, host.dtype), i * (host.size // 7 + 1))
             else:
@@ -216,7 +215,7 @@ class Comparison:
         self.outputs = dict(outputs) if outputs is not None else None
         self.diff_mode, self.show_ptx = diff_mode, show_ptx
         self.numbers = self._numbers()
-        self.derived: dict = {}          # what views made from it once (the plot's PNG)
+        self.derived: dict = {}          # made once: SASS lines per variant and kernel, the plot
         first = self.modules[self.baseline]
         self.kernels = list(first.kernels)
 
@@ -240,8 +239,13 @@ class Comparison:
         return m.result_of(kernel).symbol(kernel) or kernel
 
     def instructions(self, name: str, kernel: str) -> list[str]:
-        """``kernel``'s SASS in variant ``name``, as comparable lines (see :func:`diff.instructions`)."""
-        return diff.instructions(inspect.sass(self.result(name, kernel), self.symbol(name, kernel)))
+        """``kernel``'s SASS in variant ``name``, as comparable lines (see :func:`diff.instructions`);
+        parsed once per comparison (every view asks several times)."""
+        key = ("instructions", name, kernel)
+        if key not in self.derived:
+            self.derived[key] = diff.instructions(
+                inspect.sass(self.result(name, kernel), self.symbol(name, kernel)))
+        return self.derived[key]
 
     def ftz(self, name: str, kernel: str) -> int:
         return diff.count_ftz(self.instructions(name, kernel))
@@ -252,7 +256,9 @@ class Comparison:
 
     def disassemble(self) -> "Comparison":
         """Run the disassembler for every build now, in parallel (it takes ~0.3 s per module)."""
-        results = {id(r): r for m in self.modules.values() for r in m.results if self.kernels}
+        if not self.kernels:
+            return self
+        results = {id(r): r for m in self.modules.values() for r in m.results}
         with ThreadPoolExecutor(max_workers=max(1, len(results))) as pool:
             list(pool.map(inspect.sass, results.values()))
         return self

@@ -15,7 +15,7 @@ from typing import Sequence
 
 __all__ = ["instructions", "ptx_lines", "count_ftz", "Row", "side_by_side", "unified", "changed"]
 
-_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s*(.*?)\s*(?:/\* 0x[0-9a-f]{16} \*/)?\s*$")
+_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s*(.*?)\s*$")   # inspect drops encodings
 _LABEL = re.compile(r"^\s*(\.L_x_\d+|\.L_\w+):\s*$")
 _FTZ = re.compile(r"\.FTZ\b")
 

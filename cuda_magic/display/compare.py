@@ -188,6 +188,16 @@ def _code(line: str | None) -> str:
     return f'<span style="{FTZ}">.FTZ</span>'.join(escape(p) for p in parts)
 
 
+def _unified_html(lines: list[str], code) -> str:
+    """A unified diff, added and removed lines coloured (not the ---/+++/@@ headers)."""
+    rows = []
+    for line in lines:
+        tag = "equal" if line.startswith(("+++", "---", "@@")) else \
+            "insert" if line.startswith("+") else "delete" if line.startswith("-") else "equal"
+        rows.append(f'<div style="{BG[tag]}">{code(line) or "&nbsp;"}</div>')
+    return f'<div style="{html.PRE}">{"".join(rows)}</div>'
+
+
 def html_sass(cmp, kernel: str, mode: str) -> str:
     blocks = []
     cell = f"padding: 0 8px; {html.MONO}; white-space: pre"
@@ -200,13 +210,7 @@ def html_sass(cmp, kernel: str, mode: str) -> str:
         if not n:
             continue
         if mode == "unified":
-            lines = []
-            for line in diff.unified(base, other, cmp.baseline, name):
-                tag = "insert" if line.startswith("+") else "delete" if line.startswith("-") else "equal"
-                if line.startswith(("+++", "---", "@@")):
-                    tag = "equal"
-                lines.append(f'<div style="{BG[tag]}">{_code(line) or "&nbsp;"}</div>')
-            blocks.append(f'<div style="{html.PRE}">{"".join(lines)}</div>')
+            blocks.append(_unified_html(diff.unified(base, other, cmp.baseline, name), _code))
             continue
         rows = [f'<tr><th style="{cell}; text-align: left">{escape(cmp.baseline)}</th><th></th>'
                 f'<th style="{cell}; text-align: left">{escape(name)}</th></tr>']
@@ -284,11 +288,7 @@ def html_ptx(cmp) -> str:
         if not lines:
             parts.append(html.note(f"{name}: same PTX as {cmp.baseline}"))
             continue
-        rows = []
-        for line in lines:
-            tag = "insert" if line.startswith("+") else "delete" if line.startswith("-") else "equal"
-            rows.append(f'<div style="{BG[tag]}">{escape(line) or "&nbsp;"}</div>')
-        parts.append(f'<div style="{html.PRE}">{"".join(rows)}</div>')
+        parts.append(_unified_html(lines, escape))
     return "".join(parts)
 
 

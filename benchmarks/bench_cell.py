@@ -38,7 +38,7 @@ sys.path.insert(0, ROOT)
 
 import cuda_magic  # noqa: E402
 from common import BIG, SCALE as SMALL, bare_nvrtc, interleaved, timed, version  # noqa: E402
-import cuda_magic.compiler  # noqa: E402
+import cuda_magic.compile.compiler  # noqa: E402
 
 CELLS = (("small cell", SMALL), ("2-kernel cell", BIG))
 
@@ -68,7 +68,7 @@ class counting_compiles:
 
     def __enter__(self):
         self.calls = 0
-        self._orig = cuda_magic.compiler.get_backend
+        self._orig = cuda_magic.compile.compiler.get_backend
 
         def get_backend(name):
             backend = self._orig(name)
@@ -79,11 +79,11 @@ class counting_compiles:
                 return real(*args, **kwargs)
             return dataclasses.replace(backend, compile=compile)
 
-        cuda_magic.compiler.get_backend = get_backend
+        cuda_magic.compile.compiler.get_backend = get_backend
         return self
 
     def __exit__(self, *exc):
-        cuda_magic.compiler.get_backend = self._orig
+        cuda_magic.compile.compiler.get_backend = self._orig
 
 
 def bench_cold(shell, label, src, arch, n, warmup):
@@ -136,7 +136,7 @@ def facts(arch: str) -> None:
           f"   cuda-bindings {version('cuda.bindings')}")
     print(f"CPUs    {os.cpu_count()}   --arch {arch}   GPU: "
           f"{gpu + ' (cells also bind their kernels)' if gpu else 'none'}   compile cache: "
-          f"{cuda_magic.compiler.cache().directory or 'memory only'}")
+          f"{cuda_magic.compile.compiler.cache().directory or 'memory only'}")
     print()
 
 

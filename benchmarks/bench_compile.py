@@ -41,10 +41,10 @@ NVCC_CFG = {"cuda": {"arch": "sm_90a", "compiler": "nvcc"}}
 def facts() -> None:
     nvcc = cuda_magic.get_backend("nvcc")
     gpu = cuda_magic.detect_arch()
-    cache = cuda_magic.compiler.cache().directory or "memory only"
+    cache = cuda_magic.compile.compiler.cache().directory or "memory only"
     print(f"python {platform.python_version()} ({sys.executable})")
     print(f"NVRTC  {cuda_magic.get_backend('nvrtc').version()}")
-    print(f"nvcc   {nvcc.version()} ({cuda_magic.backends.nvcc.find_nvcc()})")
+    print(f"nvcc   {nvcc.version()} ({cuda_magic.compile.backends.nvcc.find_nvcc()})")
     print(f"CPUs   {os.cpu_count()}   GPU: {gpu or 'none (detect_arch() -> None)'}"
           f"   compile cache: {cache}")
     print()

@@ -10,19 +10,19 @@ Importing this package does not initialise CUDA.  The Python API::
     c = compare(src, arch="sm_90a", run="scale[1, 256](x, y, 0.5, 256)")   # FTZ off vs on
 """
 
-from .arch import detect_arch
+from .compile.arch import detect_arch
 from .cell import CellError, Module, build, line_config
-from .backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
+from .compile.backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
                        register_backend)
 from .comparison import Comparison, RunError, compare
-from .compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
+from .compile.compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
                        resolve_layers, set_cache_dir)
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
 from .display import show, view
 from .inspect import ptx, sass, sass_text
 from .numbers import denormals, ulp_distance
-from .ptxas import Resources, parse_ptxas
+from .compile.ptxas import Resources, parse_ptxas
 from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
                       isolate, lost, synchronize)
 

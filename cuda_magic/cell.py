@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 import yaml
 
-from .compiler import CompilationResult, compile_resolved, complete
+from .compile.compiler import CompilationResult, compile_resolved, complete
 from .config import LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
     resolve, validate
 from .runtime import Kernel, Param

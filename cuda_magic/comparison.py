@@ -19,8 +19,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import cell, diff, inspect, numbers
-from .arch import detect_arch
-from .backends import CompileError
+from .compile.arch import detect_arch
+from .compile.backends import CompileError
 from .config import ConfigError, Error, validate
 from .runtime import synchronize
 from .variants import TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles

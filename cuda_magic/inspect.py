@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 import threading
 
-from .backends import ToolNotFoundError
-from .compiler import CompilationResult, compile_resolved
+from .compile.backends import ToolNotFoundError
+from .compile.compiler import CompilationResult, compile_resolved
 
 __all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass"]
 

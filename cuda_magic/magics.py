@@ -17,9 +17,9 @@ from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
 from . import cell as _cell
 from . import comparison as _comparison
-from .arch import detect_arch
-from .backends import CompileError
-from .compiler import CompilationResult, set_cache_dir
+from .compile.arch import detect_arch
+from .compile.backends import CompileError
+from .compile.compiler import CompilationResult, set_cache_dir
 from .config import KEYS, ConfigError, from_json, get_preset, register_preset
 from .config import validate as validate_config
 from .display import ConfigView, ErrorView, view

@@ -266,7 +266,7 @@ def test_magic_bad_input(shell):
 # ---- the widget --------------------------------------------------------------------------------
 
 def count_compiles(monkeypatch):
-    from cuda_magic import compiler
+    from cuda_magic.compile import compiler
     calls = []
     real = compiler.get_backend
 

@@ -13,7 +13,7 @@ import pytest
 
 import cuda_magic
 from cuda_magic import CompileError, ConfigError, ToolNotFoundError, compile_source, sass
-from cuda_magic.backends import nvrtc as nvrtc_backend
+from cuda_magic.compile.backends import nvrtc as nvrtc_backend
 from conftest import ARCH, HEAVY, SAXPY, cfg
 
 FATBIN_MAGIC = (0xBA55ED50).to_bytes(4, "little")
@@ -287,7 +287,7 @@ def test_name_expressions_for_templates():
 
 
 def test_no_arch_and_no_gpu_says_how_to_set_one(monkeypatch):
-    import cuda_magic.compiler as compiler
+    import cuda_magic.compile.compiler as compiler
     monkeypatch.setattr(compiler, "detect_arch", lambda: None)
     with pytest.raises(ConfigError, match=r"no 'arch' is set.*--arch sm_90a") as info:
         compile_source(SAXPY)
@@ -319,8 +319,8 @@ def test_detect_arch_without_a_driver_is_quick_and_none():
                          timeout=60, env=env)
     arch, seconds = out.stdout.split()
     assert arch == "None" and float(seconds) < 5, out.stderr
-    assert cuda_magic.arch.arch_for(9, 0) == "sm_90a" and cuda_magic.arch.arch_for(8, 6) == "sm_86"
-    assert cuda_magic.arch.arch_for(10, 0) == "sm_100a"
+    assert cuda_magic.compile.arch.arch_for(9, 0) == "sm_90a" and cuda_magic.compile.arch.arch_for(8, 6) == "sm_86"
+    assert cuda_magic.compile.arch.arch_for(10, 0) == "sm_100a"
 
 
 def test_import_does_not_initialise_cuda():
@@ -340,12 +340,12 @@ def test_arch_is_detected_on_a_gpu(fresh_cache):
 
 
 def test_disk_cache_write_failure_warns_and_compiles(tmp_path, monkeypatch, fresh_cache):
-    import cuda_magic.cache
+    import cuda_magic.compile.cache
     cuda_magic.set_cache_dir(tmp_path)
     try:
         def full(*a, **k):
             raise OSError(28, "No space left on device")
-        monkeypatch.setattr(cuda_magic.cache.tempfile, "mkstemp", full)
+        monkeypatch.setattr(cuda_magic.compile.cache.tempfile, "mkstemp", full)
         with pytest.warns(RuntimeWarning, match="could not write the disk cache.*No space left"):
             r = compile_source(SAXPY + "// full disk\n", cfg())
         assert r.binary[:4] == b"\x7fELF" and list(tmp_path.iterdir()) == []
@@ -354,7 +354,7 @@ def test_disk_cache_write_failure_warns_and_compiles(tmp_path, monkeypatch, fres
 
 
 def test_memory_cache_is_bounded():
-    from cuda_magic.cache import Cache
+    from cuda_magic.compile.cache import Cache
     c = Cache(max_entries=3)
     for k in "abcd":
         c.put(k, k.upper())

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import cuda_magic
 from cuda_magic import config as cfgmod
-from cuda_magic.compiler import resolve_layers
+from cuda_magic.compile.compiler import resolve_layers
 from cuda_magic.config import (
     DEFAULTS, KEYS, RESERVED, ConfigError, Resolved, canonical_json, from_json, get_preset,
     list_presets, parse_backend_config, register_preset, resolve, validate,

@@ -1,4 +1,4 @@
-"""Tests for cuda_magic.backends: the registry, ptxas forwarding, and the compile
+"""Tests for cuda_magic.compile.backends: the registry, ptxas forwarding, and the compile
 flow through a fake backend (no GPU or CUDA toolkit needed)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 
 import cuda_magic
-import cuda_magic.backends as backends
-import cuda_magic.compiler as compiler_mod
-from cuda_magic.backends import (Backend, Output, get_backend, list_backends, ptxas_each,
+import cuda_magic.compile.backends as backends
+import cuda_magic.compile.compiler as compiler_mod
+from cuda_magic.compile.backends import (Backend, Output, get_backend, list_backends, ptxas_each,
                                  ptxas_joined, register_backend)
-from cuda_magic.cache import Cache
+from cuda_magic.compile.cache import Cache
 from cuda_magic.config import ConfigError
 
 DEFAULT_PTXAS = ["-v", "--warn-on-local-memory-usage", "--register-usage-level=10"]

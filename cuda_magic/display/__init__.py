@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from .. import inspect
-from ..backends import CompileError
+from ..compile.backends import CompileError
 from ..cell import session_config
 from . import html, text
 from .content import Build, Content, Entry, argv_text, content

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cell import Module
-from ..compiler import CompilationResult
+from ..compile.compiler import CompilationResult
 from ..config import KEYS, Resolved
-from ..ptxas import Resources
+from ..compile.ptxas import Resources
 
 __all__ = ["Entry", "Build", "Content", "content", "value_text", "argv_text"]
 

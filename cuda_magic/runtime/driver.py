@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-from ..arch import detect_arch
+from ..compile.arch import detect_arch
 from ..config import Error
 
 __all__ = ["CudaError", "NoGPUError", "api", "context", "check", "synchronize", "load",

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..compiler import CompilationResult
+from ..compile.compiler import CompilationResult
 from . import driver, worker
 from .args import ArgumentError, Packer, release
 from .driver import CudaError, api, check
@@ -98,7 +98,7 @@ class Kernel:
         return b
 
     def _find_symbol(self, lib) -> str:
-        from ..compiler import match_symbol
+        from ..compile.compiler import match_symbol
         symbols = lib.symbols()
         found = match_symbol(self.name, symbols)
         if found is None:

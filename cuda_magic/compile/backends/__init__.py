@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..config import ConfigError, Error
+from ...config import ConfigError, Error
 
 __all__ = ["Backend", "Output", "CompileError", "ToolNotFoundError", "register_backend",
            "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
@@ -111,9 +111,11 @@ def ptxas_joined(items: Sequence[str]) -> list[str]:
 class Backend:
     """A compiler backend.
 
-    ``compile(source, *, arch, target_format, flags, ptxas, name_expressions)``
+    ``compile(source, *, arch, target_format, flags, ptxas, name_expressions, headers)``
     returns an :class:`Output` or raises :class:`CompileError`; ``ptxas`` is
-    already forwarded by ``forward_ptxas``.  ``version()`` returns a string.
+    already forwarded by ``forward_ptxas``; ``headers`` maps include names to
+    text (NVRTC: in-memory headers; nvcc: files beside ``cell.cu`` in its
+    private directory).  ``version()`` returns a string.
     """
 
     name: str

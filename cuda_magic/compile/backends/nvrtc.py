@@ -11,7 +11,8 @@ persistent compute cache returns stale cubins across FTZ changes.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
 
@@ -79,11 +80,15 @@ def _get(nvrtc, prog, kind: str) -> bytes:
 
 
 def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
-            ptxas: Sequence[str], name_expressions: Sequence[str] = ()) -> Output:
+            ptxas: Sequence[str], name_expressions: Sequence[str] = (),
+            headers: Mapping[str, str] = MappingProxyType({})) -> Output:
     nvrtc = _nvrtc()
     gpu = arch.replace("sm_", "compute_", 1) if target_format == "ptx" else arch
     argv = (f"--gpu-architecture={gpu}", *flags, *ptxas, *added_flags())
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), FILENAME.encode(), 0, [], [])
+    names = list(headers)
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), FILENAME.encode(), len(names),
+                                         [headers[n].encode() for n in names],
+                                         [n.encode() for n in names])
     _check((err,), "create program")
     try:
         for expr in name_expressions:

@@ -18,7 +18,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from typing import Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
 
@@ -55,8 +56,21 @@ def version() -> str:
     return _version(find_nvcc())
 
 
+def _write_headers(tmp: str, headers: Mapping[str, str]) -> None:
+    """In-memory headers as files beside cell.cu, so ``#include "NAME"`` finds them first."""
+    for name, text in headers.items():
+        parts = name.replace("\\", "/").split("/")
+        if os.path.isabs(name) or ".." in parts or not all(parts):
+            raise ValueError(f"in-memory header name {name!r} must be a relative path without '..'")
+        path = os.path.join(tmp, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
-            ptxas: Sequence[str], name_expressions: Sequence[str] = ()) -> Output:
+            ptxas: Sequence[str], name_expressions: Sequence[str] = (),
+            headers: Mapping[str, str] = MappingProxyType({})) -> Output:
     if name_expressions:
         raise ValueError("name expressions need NVRTC; with nvcc, instantiate templates "
                          "explicitly in the source")
@@ -66,6 +80,7 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
                 "-o", out, src)
         with open(src, "w", encoding="utf-8") as f:
             f.write(source)
+        _write_headers(tmp, headers)
         # In the caller's working directory, like NVRTC; nvcc's own scratch files in tmp too.
         proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                               env={**os.environ, "TMPDIR": tmp})

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 from .arch import detect_arch
 from .backends import CompileError, Output, get_backend
 from .cache import Cache
-from .config import BackendConfig, ConfigError, Resolved, get_preset, parse_backend_config, resolve
+from ..config import BackendConfig, ConfigError, Resolved, get_preset, parse_backend_config, resolve
 from .ptxas import Resources, parse_ptxas
 
 __all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",

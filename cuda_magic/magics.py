@@ -1,4 +1,5 @@
-"""IPython glue: ``%%cuda``, ``%%cuda_compare``, ``%cuda_config`` and how their results display.
+"""IPython glue: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%cuda_config`` and how
+their results display.
 
 The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.comparison`
 (variants) and :mod:`cuda_magic.display` (views).
@@ -22,7 +23,8 @@ from .compile.backends import CompileError
 from .compile.compiler import CompilationResult, set_cache_dir
 from .config import KEYS, ConfigError, from_json, get_preset, register_preset
 from .config import validate as validate_config
-from .display import ConfigView, ErrorView, view
+from .compile.headers import define_header, header_users, note_users
+from .display import ConfigView, ErrorView, HeaderView, view
 from .display.compare import CompareView
 from .variants import TOGGLES
 
@@ -169,7 +171,38 @@ class CudaMagics(Magics):
             self.shell.user_ns.update(module.python_names())
         if args.name:
             self.shell.user_ns[args.name] = module
+        used = {n for r in module.results for n in r.inputs.session}
+        if used:
+            kernels = ", ".join(module.python_names()) or "no kernels"
+            note_users(used, f"In [{self.shell.execution_count}] ({kernels})")
         return None if args.quiet else module
+
+    @magic_arguments()
+    @argument("name", help="the name cells include it by, e.g. factor.cuh or lib/util.cuh")
+    @cell_magic
+    def cuda_header(self, line, cell):
+        """Keep this cell as an in-memory header that later ``%%cuda`` cells include.
+
+        ``#include "NAME"`` then finds this text with either compiler (NVRTC
+        gets it in memory, nvcc as a file beside the cell in its private
+        directory).  Running the cell again with new text replaces the header;
+        cells that include it recompile on their next run (the header is part
+        of their cache key).  Shows the name, the size and the cells that
+        include it.
+
+        Examples::
+
+            %%cuda_header factor.cuh
+            #pragma once
+            constexpr float FACTOR = 2.0f;
+
+            %%cuda --arch sm_90a
+            #include "factor.cuh"
+            extern "C" __global__ void scale(float* x) { x[threadIdx.x] *= FACTOR; }
+        """
+        args = _parse(self.cuda_header, line, "%%")
+        changed = define_header(args.name, cell)
+        return HeaderView(args.name, cell, changed, header_users(args.name))
 
     @magic_arguments()
     @config_options

@@ -7,7 +7,7 @@ import pytest
 
 from cuda_magic.runtime import ArgumentError, ArgumentRangeError, Param
 from cuda_magic.runtime.args import Packer, natural_layout
-from cuda_magic.signature import find_kernels
+from cuda_magic.cell.signature import find_kernels
 
 
 def packer(decl: str, layout=None) -> Packer:
@@ -130,3 +130,79 @@ def test_layout_must_match_the_compiled_kernel():
         Packer("k", params, [(0, 4)])
     with pytest.raises(ArgumentError, match="parameter 'n'.*4 bytes as parsed.*takes 8 bytes"):
         Packer("k", params, [(0, 8), (8, 8)])
+
+
+# -- real code: aliases, references, function pointers, unreadable declarations ----------------
+
+def test_scalar_aliases_pack_at_their_scalar_width():
+    p = packer('typedef unsigned int uint;\nusing idx_t = long long;\n#define real float\n'
+               'enum class Mode : unsigned char { A, B };\n'
+               '__global__ void k(real* x, uint n, idx_t i, real a, Mode m)')
+    assert natural_layout(p.params) == [(0, 8), (8, 4), (16, 8), (24, 4), (28, 1)]
+    assert packed(p, None, 2**32 - 1, -1, 0.5, 1) == struct.pack("=QIxxxxqfB", 0, 2**32 - 1, -1, 0.5, 1)
+    with pytest.raises(ArgumentRangeError, match=r"parameter 'n' \(uint n\).*out of range for unsigned int"):
+        packed(p, None, -1, 0, 0.5, 0)
+    with pytest.raises(ArgumentError, match=r"parameter 'x' \(real\* x\).*float64"):
+        packed(p, FakeDevice(8, "<f8"), 1, 0, 0.5, 0)
+
+
+def test_references_take_device_arrays_not_numbers():
+    p = packer('__global__ void k(const int& n, float& out, int m)')
+    assert natural_layout(p.params) == [(0, 8), (8, 8), (16, 4)]
+    assert packed(p, FakeDevice(0x10, "<i4"), FakeDevice(0x20), 3) == struct.pack("=QQi", 0x10, 0x20, 3)
+    for number in (5, 5.0, np.int32(5), True):
+        with pytest.raises(ArgumentError, match=r"k\(\): parameter 'n' \(const int& n\) is a reference: "
+                                                r"the kernel reads it through a pointer; pass a device "
+                                                r"array holding the value, or take it by value"):
+            packed(p, number, FakeDevice(0x20), 3)
+    with pytest.raises(ArgumentError, match="parameter 'n'.*cannot be null"):
+        packed(p, None, FakeDevice(0x20), 3)
+    with pytest.raises(ArgumentError, match=r"parameter 'out' \(float& out\) refers to float.*int32"):
+        packed(p, FakeDevice(0x10, "<i4"), FakeDevice(0x20, "<i4"), 3)
+    with pytest.raises(ArgumentError, match="parameter 'out'.*is a reference.*not list"):
+        packed(p, FakeDevice(0x10, "<i4"), [1.0], 3)
+    # another parameter's error is not blamed on the reference (its packed value is an address)
+    with pytest.raises(ArgumentRangeError, match="parameter 'm'"):
+        packed(p, FakeDevice(2**40, "<i4"), FakeDevice(0x20), 2**40)
+
+
+def test_function_pointers_take_device_addresses():
+    p = packer('typedef float (*unary)(float);\n__global__ void k(float (*f)(float), unary u, int n)')
+    assert natural_layout(p.params) == [(0, 8), (8, 8), (16, 4)]
+    assert packed(p, 0x7F00, None, 1) == struct.pack("=QQi", 0x7F00, 0, 1)
+    assert packed(p, np.uint64(0x10), 0, 1)[:8] == struct.pack("=Q", 0x10)
+    for bad in (1.5, True, FakeDevice(8)):
+        with pytest.raises(ArgumentError, match=r"parameter 'f' \(float \(\*f\)\(float\)\) is a function "
+                                                r"pointer: pass the function's device address as an int"):
+            packed(p, bad, 0, 1)
+    with pytest.raises(ArgumentRangeError, match="parameter 'u'.*no device address"):
+        packed(p, 0, -1, 1)
+
+
+def test_unreadable_parameters_take_only_raw_bytes():
+    (k,) = find_kernels('__global__ void k(UNDEFINED(float) w, int n);')
+    assert k.params[0].unknown
+    with pytest.raises(TypeError, match="size of unparsed parameter 'w'"):
+        natural_layout(k.params)
+    p = Packer(k.name, k.params, [(0, 8), (8, 4)])    # as the driver reports it
+    assert packed(p, struct.pack("=Q", 42), 1) == struct.pack("=Qi", 42, 1)
+    with pytest.raises(ArgumentError, match=r"parameter 'w' \(UNDEFINED\(float\) w\): this declaration "
+                                            r"could not be read.*pass its 8 bytes"):
+        packed(p, 42, 1)
+    with pytest.raises(ArgumentError, match="parameter 'w'.*8 bytes; got 4"):
+        packed(p, b"abcd", 1)
+
+
+def test_struct_errors_name_the_parameter_and_declaration():
+    (k,) = find_kernels('typedef struct { float a, b; } Pair;\n'
+                        '__global__ void k(const __grid_constant__ Pair pair, int n);')
+    p = Packer(k.name, k.params, [(0, 8), (8, 4)])
+    with pytest.raises(ArgumentError, match=r"k\(\): parameter 'pair' \(const __grid_constant__ Pair "
+                                            r"pair\) is a struct passed by value"):
+        packed(p, 1.0, 1)
+
+
+def test_reference_and_function_sizes_are_checked_against_the_driver():
+    (k,) = find_kernels('__global__ void k(const int& n, void (*f)(int));')
+    with pytest.raises(ArgumentError, match=r"parameter 'n' \(const int& n\) is 8 bytes as parsed.*4 bytes"):
+        Packer(k.name, k.params, [(0, 4), (8, 8)])

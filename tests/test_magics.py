@@ -127,8 +127,8 @@ def test_templates_are_instantiated_and_reachable_both_ways(shell):
     assert k.symbol == m.result.lowered_names["axpy<float>"] and k.symbol.startswith("_Z4axpyIfE")
     assert m.result.symbol("axpy<float>") in m.result.resources
     m = shell.run_cell_magic("cuda", A, cell)
-    assert len(m) == 0 and m.templates == ("axpy",) and "--instantiate" in shown(shell, m)
-    with pytest.raises(CellError, match="no kernel 'nope'"):
+    assert len(m) == 0 and m.templates == ("axpy<float>",) and "--instantiate" in shown(shell, m)
+    with pytest.raises(CellError, match="no template kernel 'nope'"):
         shell.run_cell_magic("cuda", A + ' --instantiate "nope<int>"', cell)
 
 
@@ -204,9 +204,21 @@ def test_bad_kernel_header_names_its_line(shell):
     assert info.value.line == len(SAXPY.splitlines()) + 1 and info.value.key == "nvrtc"
 
 
-def test_same_kernel_twice_and_bad_declaration(shell):
-    with pytest.raises(CellError, match="kernel 'scale' is defined twice"):
-        shell.run_cell_magic("cuda", A, SAXPY + SAXPY.replace('extern "C" ', ""))
+def test_same_name_twice_binds_each_and_says_which(shell):
+    twice = SAXPY.replace('extern "C" ', "") + SAXPY.replace('extern "C" ', "").replace("float", "double")
+    m = shell.run_cell_magic("cuda", A, twice)
+    assert m.bindings == {"scale_const_float_ptr_float_ptr_float_int": "scale(const float*, float*, float, int)",
+                          "scale_const_double_ptr_double_ptr_double_int":
+                              "scale(const double*, double*, double, int)"}
+    k = shell.user_ns["scale_const_double_ptr_double_ptr_double_int"]
+    assert [p.type for p in k.params] == ["double"] * 3 + ["int"] and k.params[0].const
+    assert m["scale(const double*, double*, double, int)"] is k
+    assert "bound as: scale_const_float_ptr_float_ptr_float_int = scale(" in shown(shell, m)
+    with pytest.raises(KeyError, match="several match"):
+        m["scale"]
+
+
+def test_a_bad_declaration_names_its_line(shell):
     with pytest.raises(CellError, match="cell line 2"):
         shell.run_cell_magic("cuda", A, "\n__global__ void k(int* p {\n}\n")
 

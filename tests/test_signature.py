@@ -1,9 +1,12 @@
 """find_kernels / instantiate / blank on the declarations notebook cells contain."""
 
+import re
+
 import pytest
 
 from cuda_magic.runtime.types import Param
-from cuda_magic.signature import KernelDecl, SignatureError, blank, find_kernels, instantiate
+from cuda_magic.cell.signature import (KernelDecl, SignatureError, TemplateParam, blank, find_kernels,
+                                  instantiate, param_from_type, template_hint)
 
 SAXPY = r'''
 extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
@@ -258,10 +261,12 @@ def test_explicit_instantiations_are_not_new_kernels():
 
 # -- errors -------------------------------------------------------------------------------------
 
-def test_reference_param_error():
-    with pytest.raises(SignatureError, match="reference") as e:
-        find_kernels("\n\n__global__ void k(int n,\n float& x) {}")
-    assert e.value.line == 4 and "float& x" in str(e.value) and "line 4" in str(e.value)
+def test_reference_param_is_a_param_not_an_error():
+    # Changed: a reference used to be a SignatureError for the whole cell; it is an 8-byte
+    # address in the ABI, and the launch says what to pass (tests/test_args.py).
+    k = one("\n\n__global__ void k(int n,\n float& x) {}")
+    assert k.params[1] == Param("x", "float", 0, False, "float& x", reference=True)
+    assert k.params[1].kind == "reference" and k.params[1].size == 8
 
 
 def test_unbalanced_parens_error_with_line():
@@ -352,3 +357,279 @@ def test_instantiate_errors():
         instantiate(k, "fill")
     with pytest.raises(SignatureError, match="not a template"):
         instantiate(one(SAXPY), "scale<float>")
+
+
+# -- real code: aliases, namespaces, templates, references, function pointers, macros ----------
+
+def compiled_sizes(src: str, names: list[str]) -> dict[str, list[int]]:
+    """PTX .param sizes of each name expression's entry, from one NVRTC compile of ``src``."""
+    from cuda_magic.compile.backends import get_backend
+    out = get_backend("nvrtc").compile(src, arch="sm_90a", target_format="cubin", flags=[], ptxas=[],
+                                       name_expressions=names)
+    entries = {}
+    for m in re.finditer(r"\.entry\s+([\w$]+)\s*\((.*?)\)", out.ptx, re.S):
+        sizes = []
+        for piece in filter(str.strip, m[2].split(",")):
+            bits = re.search(r"\.[busf](\d+)\b", piece)
+            count = re.search(r"\[(\d+)\]\s*$", piece)
+            sizes.append(int(bits[1]) // 8 * (int(count[1]) if count else 1))
+        entries[m[1]] = sizes
+    return {name: entries[lowered] for name, lowered in out.lowered_names}
+
+
+def test_canonical_type_knows_demangled_and_std_spellings():
+    from cuda_magic.runtime.types import canonical_type
+    assert canonical_type("long unsigned int") == "unsigned long"
+    assert canonical_type("int long long unsigned") == "unsigned long long"
+    assert canonical_type("cuda::std::int64_t") == "long long"
+    assert canonical_type("::cuda::std::uint32_t") == "unsigned int"
+    assert canonical_type("std::__4::size_t") == "unsigned long"
+    assert canonical_type("signed char") == "signed char" and canonical_type("char") == "char"
+    assert canonical_type("cudaTextureObject_t") == "unsigned long long"
+    assert canonical_type("long double") == "long double"       # no scalar: stays as written
+
+
+@pytest.mark.parametrize("text, kind, type_, pointer, const", [
+    ("float const*", "pointer", "float", 1, True),
+    ("float const* __restrict__", "pointer", "float", 1, True),
+    ("unsigned int", "scalar", "unsigned int", 0, False),
+    ("long", "scalar", "long", 0, False),
+    ("CUtensorMap_st", "struct", "CUtensorMap_st", 0, False),
+    ("float (*)(float)", "function", "float(float)", 1, False),
+    ("void (*)(int, float*)", "function", "void(int, float*)", 1, False),
+    ("int const&", "reference", "int", 0, True),
+    ("(anonymous namespace)::Params", "struct", "Params", 0, False),
+    ("Foo<int, 4>", "struct", "Foo<int, 4>", 0, False),
+    ("float**", "pointer", "float", 2, False),
+])
+def test_param_from_demangled_type(text, kind, type_, pointer, const):
+    p = param_from_type(text, "x")
+    assert (p.name, p.kind, p.type, p.pointer, p.const) == ("x", kind, type_, pointer, const)
+    assert "x" in p.declared
+
+
+def test_param_from_type_declared_text_and_unknown():
+    assert param_from_type("float (*)(float)", "f").declared == "float (*f)(float)"
+    assert param_from_type("float const*", "x").declared == "float const* x"
+    p = param_from_type("what ever ( x", "q")
+    assert p.unknown and p.name == "q" and p.kind == "unknown"
+
+
+ALIASES = r'''
+#define real float
+typedef unsigned int uint;
+using idx_t = int;
+typedef float* fptr;
+typedef const float* cfptr;
+typedef fptr fptr2;                     // an alias of an alias
+typedef uint count_t, *count_ptr;       // two declarators
+enum class Mode : unsigned char { A, B };
+typedef enum { RED, GREEN } Colour;
+namespace cfg { typedef long long big; }
+struct S { typedef double hidden; };    // not at namespace scope: not seen
+__global__ void k(float* x, uint n, idx_t i, cuda::std::int64_t q, std::uint32_t u, real* r,
+                  real a, fptr f, const fptr cf, cfptr c, fptr2 f2, count_t m, count_ptr mp,
+                  Mode mode, Colour colour, cfg::big b) {}
+'''
+
+
+def test_scalar_aliases_marshal_as_their_scalar():
+    k = one(ALIASES)
+    got = {p.name: (p.type, p.pointer, p.const) for p in k.params}
+    assert got == {
+        "x": ("float", 1, False), "n": ("unsigned int", 0, False), "i": ("int", 0, False),
+        "q": ("long long", 0, False), "u": ("unsigned int", 0, False), "r": ("float", 1, False),
+        "a": ("float", 0, False), "f": ("float", 1, False),
+        "cf": ("float", 1, False),            # const fptr: the pointer is const, not the floats
+        "c": ("float", 1, True), "f2": ("float", 1, False), "m": ("unsigned int", 0, False),
+        "mp": ("unsigned int", 1, False), "mode": ("unsigned char", 0, False),
+        "colour": ("int", 0, False), "b": ("long long", 0, False)}
+    assert [p.declared for p in k.params[1:3]] == ["uint n", "idx_t i"]    # as written
+
+
+def test_alias_sizes_agree_with_nvrtc():
+    src = "#include <cuda/std/cstdint>\nnamespace std { typedef unsigned int uint32_t; }\n" + ALIASES
+    k = find_kernels(src)[0]
+    assert compiled_sizes(src, ["k"])["k"] == [p.size for p in k.params]
+
+
+def test_alias_scoping_and_template_parameters_shadow_aliases():
+    src = ("typedef int T;\n"
+           "__global__ void f(T n) {}\n"
+           "template <typename T> __global__ void g(T* x) {}\n"
+           "__global__ void h(S::hidden d) { typedef float local; }\n"
+           "__global__ void l(local v) {}\n"
+           "template <typename X> using vec = X*;\n"
+           "typedef struct Foo Foo;\n"
+           "__global__ void m(vec v, Foo foo) {}\n")
+    f, g, h, l, m = find_kernels(src)
+    assert f.params[0].type == "int"
+    assert g.params[0].type == "T"                         # the template parameter, not the typedef
+    assert h.params[0].type == "S::hidden" and l.params[0].type == "local"
+    assert [(p.type, p.kind) for p in m.params] == [("vec", "struct"), ("Foo", "struct")]
+
+
+def test_instantiate_sees_through_aliases():
+    k = one("typedef unsigned int uint;\n#define REAL double\n"
+            "template <typename T> __global__ void k(T* x, const T& r) {}\n")
+    assert [(p.type, p.pointer) for p in instantiate(k, "k<uint>")[1]] == [("unsigned int", 1),
+                                                                           ("unsigned int", 0)]
+    assert instantiate(k, "k<REAL>")[1][0].type == "double"
+
+
+NAMESPACES = r'''
+namespace a { namespace b { __global__ void k(float* x) {} } }
+namespace a::c { __global__ void k(float* x) {} }
+namespace { __global__ void k(float* x) {} }
+namespace outer { inline namespace v1 { __global__ void k(float* x) {} } }
+inline namespace v2 { __global__ void z(int n) {} }
+namespace ns { __global__ void p(int n); }
+__global__ void ns::p(int n) {}
+__global__ void k(float* x) {}
+namespace e { extern "C" __global__ void plain(int n) {} }
+'''
+
+
+def test_namespaces():
+    ks = find_kernels(NAMESPACES)
+    assert [(k.qualified, k.definition) for k in ks] == [
+        ("a::b::k", True), ("a::c::k", True), ("(anonymous namespace)::k", True),
+        ("outer::v1::k", True), ("v2::z", True), ("ns::p", True), ("k", True), ("e::plain", True)]
+    assert [k.namespace for k in ks[:3]] == ["a::b", "a::c", "(anonymous namespace)"]
+    assert ks[3].inline_namespaces == (1,) and ks[4].inline_namespaces == (0,)
+    assert (ks[5].line, ks[5].params[0].name) == (8, "n")     # prototype + definition: one entry
+    assert ks[7].binary_name == "plain" and ks[0].binary_name == "a::b::k"
+
+
+def test_namespaced_kernels_match_nvrtc():
+    names = ["a::b::k", "a::c::k", "outer::k", "z", "ns::p", "::k"]
+    sizes = compiled_sizes(NAMESPACES.replace("namespace { __global__ void k(float* x) {} }", ""), names)
+    assert sizes == {n: [8] if "k" in n else [4] for n in names}
+
+
+def test_same_name_twice_is_listed_twice():
+    src = ("#if USE_FAST\n"
+           "__global__ void k(float* x, int n) { x[0] = 1; }\n"
+           "#else\n"
+           "__global__ void k(float* x, int n) { x[0] = 2; }\n"
+           "#endif\n"
+           "namespace a { __global__ void j(int); }\n"
+           "namespace b { __global__ void j(int) {} }\n")
+    ks = find_kernels(src)
+    assert [(k.qualified, k.line, k.definition) for k in ks] == [
+        ("k", 2, True), ("k", 4, True), ("a::j", 6, False), ("b::j", 7, True)]
+
+
+TEMPLATES = r'''
+enum class Mode { A, B };
+template <int B> __global__ void blk(float* x) {}
+template <typename T, int N> __global__ void vec(T* x) {}
+template <bool F> __global__ void flag(float* x) {}
+template <class T, unsigned U, size_t S, Mode M, typename V = T*, int BLOCK = 256>
+__global__ void many(T* x, V v) {}
+template <template <typename> class TT, typename... Ts> __global__ void odd(int n) {}
+namespace ns { template <typename T> __global__ void axpy(T a, const T* x, T* y) {} }
+'''
+
+
+def test_template_parameter_kinds():
+    blk, vec, flag, many, odd, axpy = find_kernels(TEMPLATES)
+    assert blk.template_params == (TemplateParam("B", "value", "int"),)
+    assert many.template_params == (
+        TemplateParam("T", "type"), TemplateParam("U", "value", "unsigned int"),
+        TemplateParam("S", "value", "unsigned long"), TemplateParam("M", "value", "Mode"),
+        TemplateParam("V", "type", "", "T*"), TemplateParam("BLOCK", "value", "int", "256"))
+    assert odd.template_params == (TemplateParam("TT", "template"),
+                                   TemplateParam("Ts", "type", pack=True))
+    assert many.template == ("T", "U", "S", "M", "V", "BLOCK")        # names, as before
+
+
+def test_template_hints():
+    hints = [template_hint(k) for k in find_kernels(TEMPLATES)]
+    assert hints == ["blk<128>", "vec<float, 4>", "flag<true>", "many<float, 4, 4, Mode{}>",
+                     "odd<TT>", "ns::axpy<float>"]
+    assert template_hint(one(SAXPY)) == "scale"
+
+
+def test_template_hints_compile_and_params_match_nvrtc():
+    ks = [k for k in find_kernels(TEMPLATES) if k.name != "odd"]
+    hints = [template_hint(k) for k in ks]
+    sizes = compiled_sizes(TEMPLATES, hints)
+    for k, hint in zip(ks, hints):
+        assert [p.size for p in instantiate(k, hint)[1]] == sizes[hint], hint
+
+
+def test_instantiate_qualified_spellings():
+    axpy = find_kernels(TEMPLATES)[-1]
+    assert instantiate(axpy, "ns::axpy<float>")[0] == "ns_axpy_float"
+    assert instantiate(axpy, "::ns::axpy<float>")[0] == "ns_axpy_float"
+    assert instantiate(axpy, "axpy<float>")[0] == "axpy_float"
+    with pytest.raises(SignatureError, match="in namespace 'ns', not in 'other'"):
+        instantiate(axpy, "other::axpy<float>")
+    with pytest.raises(SignatureError, match="global namespace"):
+        instantiate(find_kernels(TEMPLATES)[0], "ns::blk<1>")
+    inl = one("namespace o { inline namespace v1 { namespace {\n"
+              "template <int N> __global__ void k(int* x) {} } } }")
+    assert inl.namespace == "o::v1::(anonymous namespace)"
+    assert template_hint(inl) == "o::v1::k<4>"
+    for spelling in ("o::k<4>", "o::v1::k<4>", "o::v1::(anonymous namespace)::k<4>", "k<4>"):
+        instantiate(inl, spelling)
+    with pytest.raises(SignatureError):
+        instantiate(inl, "v1::k<4>")
+
+
+REFS = r'''
+typedef float (*unary)(float);
+using binary = float(float, float);
+__device__ float twice(float v) { return 2 * v; }
+extern "C" __global__ void refs(const int& n, float& out, float (*f)(float), void (*)(int),
+                                unary u, binary* b, float g(float), float (&row)[4],
+                                float (*rows)[4], double d) {}
+'''
+
+
+def test_references_and_function_pointers():
+    k = one(REFS)
+    got = [(p.name, p.kind, p.type, p.pointer, p.const) for p in k.params]
+    assert got == [
+        ("n", "reference", "int", 0, True), ("out", "reference", "float", 0, False),
+        ("f", "function", "float(float)", 1, False), ("arg3", "function", "void(int)", 1, False),
+        ("u", "function", "float(float)", 1, False),
+        ("b", "function", "float(float, float)", 1, False),
+        ("g", "function", "float(float)", 1, False),      # a function parameter is a pointer
+        ("row", "reference", "float", 0, False), ("rows", "pointer", "float", 1, False),
+        ("d", "scalar", "double", 0, False)]
+    assert compiled_sizes(REFS, ["refs"])["refs"] == [p.size for p in k.params]
+
+
+MACROS = r'''
+#define ARGS float* x, int n
+#define PTR(T) T*
+#define RESTRICT __restrict__
+#define NOTHING
+#define KNAME renamed
+__global__ void packed(ARGS) {}
+__global__ void fn_like(PTR(float) y, const PTR(int) RESTRICT z NOTHING) {}
+__global__ void KNAME(int n) {}
+'''
+
+
+def test_macros_in_parameter_lists_are_expanded():
+    packed, fn_like, renamed = find_kernels(MACROS)
+    assert packed.params == (Param("x", "float", 1, False, "float* x"), Param("n", "int", 0, False, "int n"))
+    assert [(p.name, p.type, p.pointer, p.const) for p in fn_like.params] == [
+        ("y", "float", 1, False), ("z", "int", 1, True)]
+    assert fn_like.params[0].declared == "PTR(float) y"       # as written
+    assert renamed.name == "renamed"
+    sizes = compiled_sizes(MACROS, ["packed", "fn_like", "renamed"])
+    assert sizes == {k.name: [p.size for p in k.params] for k in (packed, fn_like, renamed)}
+
+
+def test_unreadable_parameters_are_unknown_not_errors():
+    src = ("template <typename... Ts> __global__ void pack(int n, Ts... rest) {}\n"
+           "__global__ void m(float* x, UNDEFINED_PTR(float) y, int (*broken)(int) z, MACRO(int)) {}\n")
+    pack, m = find_kernels(src)
+    assert pack.params[1] == Param("rest", "Ts... rest", declared="Ts... rest", unknown=True)
+    assert [(p.name, p.kind) for p in m.params] == [
+        ("x", "pointer"), ("y", "unknown"), ("z", "unknown"), ("arg3", "unknown")]
+    assert m.params[1].declared == "UNDEFINED_PTR(float) y" and m.params[1].size is None

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from .arch import detect_arch
 from .backends import CompileError, Output, get_backend
 from .cache import Cache
+from . import headers as _headers
 from ..config import BackendConfig, ConfigError, Resolved, get_preset, parse_backend_config, resolve
 from .ptxas import Resources, parse_ptxas
 
@@ -54,6 +55,19 @@ class CompilationResult:
     name_expressions: tuple[str, ...] = ()
     ptx_text: str | None = field(default=None, repr=False)  # PTX from the same run, if free
     derived: dict = field(default_factory=dict, repr=False, compare=False)  # lazy SASS etc.
+    inputs: _headers.Inputs = field(default_factory=_headers.Inputs, repr=False)  # headers read
+    cache_note: str = ""       # why this was not a cache hit ("factor.cuh changed"), or ""
+    pch: str = ""              # NVRTC precompiled header: "created", "used" or ""
+
+    @property
+    def supplied_headers(self) -> tuple[str, ...]:
+        """Standard headers cuda-magic supplied in memory (NVRTC): ``("cstdio", "cstdint")``."""
+        return self.inputs.supplied
+
+    @property
+    def user_headers(self) -> tuple[str, ...]:
+        """Headers read besides the toolkit's: ``%%cuda_header`` names, then files on disk."""
+        return self.inputs.session + tuple(p for p, _ in self.inputs.files)
 
     @property
     def arch(self) -> str:
@@ -69,16 +83,18 @@ class CompilationResult:
         return self.config.provenance
 
     @property
+    def entries(self) -> tuple:
+        """The kernel entries of the binary (:func:`cuda_magic.compile.binary.entries`): symbol,
+        demangled name, parameter types and sizes.  Read once per binary."""
+        if "entries" not in self.derived:
+            from .binary import entries
+            self.derived["entries"] = entries(self.binary, self.format, arch=self.arch)
+        return self.derived["entries"]
+
+    @property
     def symbols(self) -> list[str]:
-        """Kernel names in the binary as far as the compile told us (ptxas -v, PTX entries)."""
-        if "symbols" in self.derived:
-            return list(self.derived["symbols"])
-        names = dict.fromkeys(self.resources)
-        names.update(dict.fromkeys(self.lowered_names.values()))
-        ptx = self.ptx_text or (self.binary.decode(errors="replace") if self.format == "ptx" else "")
-        names.update(dict.fromkeys(re.findall(r"\.entry\s+([\w$.]+)", ptx)))
-        self.derived["symbols"] = tuple(names)
-        return list(names)
+        """Kernel names in the binary (mangled for C++ kernels)."""
+        return [e.symbol for e in self.entries]
 
     def symbol(self, name: str) -> str | None:
         """The binary's name for kernel ``name`` (C or C++ spelling, or a name expression)."""
@@ -111,6 +127,11 @@ def match_symbol(name: str, symbols) -> str | None:
 
 
 _CACHE = Cache(os.environ.get("CUDA_MAGIC_CACHE_DIR") or None)
+
+
+def _std() -> Mapping[str, str]:
+    from .stdheaders import HEADERS
+    return HEADERS
 
 
 def cache() -> Cache:
@@ -164,13 +185,33 @@ def complete(resolved: Resolved) -> Resolved:
 
 
 def cache_key(source: str, resolved: Resolved, backend: str, version: str,
-              name_expressions: Sequence[str]) -> str:
-    blob = json.dumps([source, resolved.json(), backend, version, list(name_expressions)],
+              name_expressions: Sequence[str], inputs: str = "") -> str:
+    """sha256 of everything the compile reads: source, config, compiler, names, and
+    ``inputs`` (the digest of the headers it reaches, and the toolkit's identity)."""
+    blob = json.dumps([source, resolved.json(), backend, version, list(name_expressions), inputs],
                       separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, names):
+_SEEN: dict[str, dict[str, str]] = {}   # key without headers -> the last header manifest
+
+
+def _changed(base: str, inputs: _headers.Inputs) -> str:
+    """Which headers changed since the last build of the same source and config."""
+    now = inputs.manifest()
+    before = _SEEN.get(base)
+    if len(_SEEN) > 1024:
+        _SEEN.clear()
+    _SEEN[base] = now
+    if before is None or before == now:
+        return ""
+    names = [n for n in sorted(set(now) | set(before)) if now.get(n) != before.get(n)]
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"{', '.join(names[:3])}{more} changed"
+
+
+def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, names, inputs,
+            note=""):
     functions = parse_ptxas(out.log)
     return CompilationResult(
         source=source, binary=out.binary, format=out.format, config=resolved, argv=out.argv,
@@ -178,7 +219,28 @@ def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, 
         resources=MappingProxyType({n: r for n, r in functions.items() if r.entry}),
         functions=MappingProxyType(functions), compile_time=elapsed, cache_hit=hit, key=key,
         lowered_names=MappingProxyType(dict(out.lowered_names)),
-        name_expressions=tuple(names), ptx_text=out.ptx)
+        name_expressions=tuple(names), ptx_text=out.ptx, inputs=inputs, cache_note=note,
+        pch=out.pch)
+
+
+def _not_found(exc: CompileError, backend, flags: Sequence[str], inputs: _headers.Inputs) -> None:
+    """Say where a missing include was looked for, in order, and the likely fix."""
+    from .stdheaders import missing_hint
+    missing = exc.missing_includes()
+    if not missing:
+        return
+    dirs, _ = _headers.search_dirs(flags)
+    memory = [f"%%cuda_header {', '.join(_headers.session_headers())}"] if _headers.session_headers() else []
+    if backend.std_headers:
+        memory.append("cuda-magic's standard headers")
+    order = ([f"in memory ({'; '.join(memory)})"] if memory else []) + \
+        ["the including file's directory", f"the working directory {os.getcwd()}"] + \
+        [f"-I {d}" for d in dirs] + \
+        ([f"the toolkit {d}" for d in _headers.toolkit_dirs()] if backend.name == "nvrtc" else
+         ["the CUDA toolkit and the host compiler's system directories"])
+    for name in missing[:3]:
+        exc.note(f"'{name}' was not found; searched, in order: {', '.join(order)}. "
+                 f"{missing_hint(name)}")
 
 
 def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Sequence[str] = (),
@@ -192,11 +254,18 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     resolved = complete(resolved)
     backend = get_backend(resolved["compiler"])
     version = backend.version()
-    key = cache_key(source, resolved, backend.name, version, names)
+    flags = resolved.get(backend.name, [])
+    inputs = _headers.scan(source, flags, std=_std() if backend.std_headers else None)
+    base = cache_key(source, resolved, backend.name, version, names)
+    key = cache_key(source, resolved, backend.name, version, names,
+                    inputs.digest + _headers.toolkit_identity())
+    note = _changed(base, inputs)
+    if inputs.unresolved:
+        force, note = True, f"not cached: {inputs.unresolved[0]} (a macro the scan cannot follow)"
     if not force:
         hit = _CACHE.get(key)
         if hit is not None:
-            return replace(hit, config=resolved, cache_hit=True)
+            return replace(hit, config=resolved, cache_hit=True, cache_note="")
         record = _CACHE.load(key)
         try:
             out = Output(record["binary"], record["format"], tuple(record["argv"]), record["log"],
@@ -205,16 +274,24 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         except (TypeError, KeyError, ValueError):  # absent, or an entry of another shape: rebuild
             pass
         else:
-            result = _result(source, resolved, out, backend.name, version, elapsed, True, key, names)
+            result = _result(source, resolved, out, backend.name, version, elapsed, True, key, names,
+                             inputs)
             _CACHE.put(key, replace(result, cache_hit=False))
             return result
     start = time.perf_counter()
-    out = backend.compile(source, arch=resolved["arch"], target_format=resolved["target_format"],
-                          flags=resolved.get(backend.name, []),
-                          ptxas=backend.forward_ptxas(resolved.get("ptxas", [])),
-                          name_expressions=names)
+    extra = {"headers": inputs.memory} if inputs.memory else {}
+    if backend.pch:
+        extra["pch"] = inputs.digest + _headers.toolkit_identity()
+    try:
+        out = backend.compile(source, arch=resolved["arch"], target_format=resolved["target_format"],
+                              flags=flags, ptxas=backend.forward_ptxas(resolved.get("ptxas", [])),
+                              name_expressions=names, **extra)
+    except CompileError as exc:
+        _not_found(exc, backend, flags, inputs)
+        raise
     elapsed = time.perf_counter() - start
-    result = _result(source, resolved, out, backend.name, version, elapsed, False, key, names)
+    result = _result(source, resolved, out, backend.name, version, elapsed, False, key, names,
+                     inputs, note)
     _CACHE.put(key, result)
     _CACHE.store(key, {"binary": out.binary, "format": out.format, "argv": list(out.argv),
                        "log": out.log, "lowered_names": [list(p) for p in out.lowered_names],

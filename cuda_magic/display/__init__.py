@@ -17,7 +17,7 @@ from ..cell import session_config
 from . import html, text
 from .content import Build, Content, Entry, argv_text, content
 
-__all__ = ["CellView", "ConfigView", "ErrorView", "view", "show", "WHAT"]
+__all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "view", "show", "WHAT"]
 
 WHAT = ("summary", "config", "resources", "log", "sass", "ptx", "source")
 
@@ -109,6 +109,29 @@ class ErrorView:
 
     def _repr_html_(self) -> str:
         return html.error(self.error)
+
+
+class HeaderView:
+    """A ``%%cuda_header``: its name, size, and the cells that include it."""
+
+    def __init__(self, name: str, text: str, changed: bool, users: list[str]):
+        self.name, self.size, self.lines = name, len(text.encode()), text.count("\n") + 1
+        self.changed, self.users = changed, list(users)
+
+    def text(self) -> str:
+        state = "replaced" if self.changed and self.users else "defined" if self.changed else "unchanged"
+        head = f"%%cuda_header {self.name} · {self.size} bytes · {self.lines} lines · {state}"
+        if not self.users:
+            return f'{head}\nno cell includes it yet: #include "{self.name}"'
+        after = " (they recompile on their next run)" if self.changed else ""
+        return f"{head}\nincluded by: {', '.join(self.users)}{after}"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+    def _repr_html_(self) -> str:
+        head, rest = self.text().split("\n", 1)
+        return f'<div class="cuda-magic">{html.note(head, "font-weight: bold")}{html.note(rest)}</div>'
 
 
 class ConfigView:

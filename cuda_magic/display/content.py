@@ -69,18 +69,20 @@ class Content:
             return " / ".join(dict.fromkeys(values))
         names = ", ".join(e.name for _, e in self.entries) or "no kernels"
         hits = sum(r.cache_hit for r in rs)
+        why = "; ".join(dict.fromkeys(r.cache_note for r in rs if r.cache_note and not r.cache_hit))
         if hits == len(rs):
             cache = "cache hit"
         elif hits == 0:
-            cache = "cache miss"
+            cache = "cache miss" + (f": {why}" if why else "")
         else:
-            cache = f"{hits} cache hits, {len(rs) - hits} misses"
+            cache = f"{hits} cache hits, {len(rs) - hits} misses" + (f" ({why})" if why else "")
+        pch = " / ".join(dict.fromkeys(f"PCH {r.pch}" for r in rs if r.pch and not r.cache_hit))
         spent = sum(r.compile_time for r in rs if not r.cache_hit)
         time = f"compiled in {spent * 1e3:.1f} ms" if hits < len(rs) else \
             f"compiled earlier in {sum(r.compile_time for r in rs) * 1e3:.1f} ms"
         return " · ".join([names, one(r.arch for r in rs),
                            one(f"{r.compiler} {r.compiler_version}" for r in rs),
-                           one(r.format for r in rs), time, cache,
+                           one(r.format for r in rs), time, cache, *([pch] if pch else []),
                            f"{len(rs)} module" + ("s" if len(rs) != 1 else "")])
 
     def warnings(self) -> list[str]:
@@ -96,6 +98,20 @@ class Content:
         return out
 
 
+def header_notes(results) -> list[str]:
+    """What a compile read besides the cell: headers cuda-magic supplied, session headers, files."""
+    def each(attr):
+        return list(dict.fromkeys(x for r in results for x in attr(r)))
+    out = []
+    if supplied := each(lambda r: r.supplied_headers):
+        out.append(f"headers supplied (in memory, for NVRTC): {', '.join(supplied)}")
+    if session := each(lambda r: r.inputs.session):
+        out.append(f"%%cuda_header: {', '.join(session)}")
+    if files := each(lambda r: (p for p, _ in r.inputs.files)):
+        out.append(f"your headers read: {', '.join(files[:8])}" + (" ..." if len(files) > 8 else ""))
+    return out
+
+
 def content(obj) -> Content:
     """Gather what to show for a :class:`Module` or a :class:`CompilationResult`."""
     if isinstance(obj, Module):
@@ -108,14 +124,20 @@ def content(obj) -> Content:
         elif obj.kernels and not any(k.loaded for k in obj.kernels.values()):
             notes.append("not loaded: compiled only (launching needs an NVIDIA GPU and driver, "
                          "or it was --compile-only)")
+        if renamed := obj.renamed():
+            notes.append(f"bound as: {'; '.join(renamed)}")
         if obj.templates:
             notes.append(f"templates not instantiated: {', '.join(obj.templates)} "
-                         f"(use --instantiate \"{obj.templates[0]}<float>\")")
-        return Content(obj.source, builds, obj.templates, tuple(notes))
+                         f"(e.g. --instantiate \"{obj.templates[0]}\")")
+        if obj.missing:
+            notes.append(f"declared but not in the binary (not compiled, e.g. inside #if): "
+                         f"{', '.join(obj.missing)}")
+        return Content(obj.source, builds, obj.templates,
+                       tuple(header_notes(obj.results) + notes))
     if isinstance(obj, CompilationResult):
         expr = {sym: name for name, sym in obj.lowered_names.items()}
         entries = tuple(Entry(expr.get(s, s), s) for s in obj.symbols)
-        return Content(obj.source, (Build(obj, entries),))
+        return Content(obj.source, (Build(obj, entries),), notes=tuple(header_notes([obj])))
     raise TypeError(f"cannot show a {type(obj).__name__}; pass a %%cuda Module or a "
                     f"CompilationResult")
 

@@ -14,7 +14,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
 from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
-                      config_rows, resource_note, resource_rows)
+                      config_rows, header_notes, resource_note, resource_rows)
 from .sass import SassLexer, SassStyle, annotate
 
 __all__ = ["header", "config", "resources", "log", "sass", "ptx", "source", "page", "error",
@@ -134,6 +134,8 @@ def log(c: Content) -> str:
     for b in c.builds:
         if len(c.builds) > 1:
             parts.append(f'<div style="{MONO}; margin-top: 6px"><b>{escape(b.label)}</b></div>')
+        if b.result.supplied_headers:
+            parts.append(note(header_notes([b.result])[0]))
         text = b.result.log.strip("\n")
         if not text:
             parts.append(note("(the compiler printed nothing)"))

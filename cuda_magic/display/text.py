@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
-                      config_rows, resource_note, resource_rows)
+                      config_rows, header_notes, resource_note, resource_rows)
 
 __all__ = ["config", "config_of", "resources", "log", "summary", "numbered"]
 
@@ -59,6 +59,7 @@ def log(c: Content) -> str:
     for b in c.builds:
         if len(c.builds) > 1:
             parts.append(f"-- {b.label} --")
+        parts += header_notes([b.result])[:1] if b.result.supplied_headers else []
         parts.append(b.result.log.strip("\n") or "(the compiler printed nothing)")
     return "\n".join(parts)
 

@@ -5,12 +5,17 @@ width; out-of-range values raise).  Pointers take NumPy arrays (staged on the
 device, copied back for non-const pointees), objects with
 ``__cuda_array_interface__`` (CuPy, PyTorch, Numba: by pointer, no copy),
 cuda.core Buffers, or ``None`` (a null pointer).  Structs by value take bytes
-or a NumPy structured scalar of the kernel's parameter size.
+or a NumPy structured scalar of the kernel's parameter size.  References
+(``const int& n``: an address in the ABI) take a device array holding the value,
+function pointers an int device address, and declarations the parser could not
+read only raw bytes of the compiled parameter's size.
 """
 
 from __future__ import annotations
 
 import ctypes
+import numbers
+import operator
 import struct
 from typing import Sequence
 
@@ -35,13 +40,14 @@ def natural_layout(params: Sequence[Param]) -> list[tuple[int, int]]:
     """(offset, size) per parameter with C alignment; for when the driver cannot tell us."""
     out, off = [], 0
     for p in params:
-        s = _PTR if p.pointer else p.scalar
-        if s is None:
-            raise ArgumentError(f"the size of struct parameter '{p.name}' ({p.type}) is known only "
-                            f"after loading the kernel")
-        off = (off + s.size - 1) // s.size * s.size
-        out.append((off, s.size))
-        off += s.size
+        size = p.size
+        if size is None:
+            what = "struct" if p.kind == "struct" else "unparsed"
+            raise ArgumentError(f"the size of {what} parameter '{p.name}' ({p.type}) is known only "
+                                f"after loading the kernel")
+        off = (off + size - 1) // size * size
+        out.append((off, size))
+        off += size
     return out
 
 
@@ -57,9 +63,16 @@ class Packer:
         for i, (p, (off, size)) in enumerate(zip(self.params, layout)):
             fmt.append("x" * (off - pos))
             fast: dict = {}   # argument type -> a one-argument check, for device arrays seen before
-            if p.pointer:
+            kind = p.kind
+            if kind == "unknown":
+                code, conv = f"{size}s", _unknown(self, p, size)
+            elif kind == "function":
+                code, conv = "Q", _function(self, p)
+            elif kind == "reference":
+                code, conv = "Q", _reference(self, p, fast)
+            elif kind == "pointer":
                 code, conv = "Q", _pointer(self, p, fast)
-            elif p.scalar is not None:
+            elif kind == "scalar":
                 code, conv = p.scalar.code, _SCALAR_CONVS.get(p.type, lambda s, p: None)(self, p)
             else:
                 code, conv = f"{size}s", _struct(self, p, size)
@@ -102,7 +115,7 @@ class Packer:
 
     def _diagnose(self, args) -> None:
         for p, v in zip(self.params, args):
-            if p.pointer or p.scalar is None:
+            if p.kind != "scalar":
                 continue
             try:
                 struct.pack("=" + p.scalar.code, v)
@@ -159,26 +172,83 @@ def _char(packer: Packer, p: Param):
 _SCALAR_CONVS = {"bool": _bool, "__nv_bfloat16": _bfloat16, "char": _char}
 
 
+def _raw(v) -> bytes | None:
+    """The bytes of a bytes-like object or a NumPy structured scalar; None for anything else."""
+    if hasattr(v, "dtype") and getattr(v.dtype, "names", None) is not None:  # NumPy structured
+        v = v.tobytes()
+    if isinstance(v, (int, float, complex, str)) or v is None:
+        return None
+    try:
+        return bytes(memoryview(v))
+    except TypeError:
+        return None
+
+
 def _struct(packer: Packer, p: Param, size: int):
     def conv(v, staged):
-        if hasattr(v, "dtype") and getattr(v.dtype, "names", None) is not None:  # NumPy structured
-            v = v.tobytes()
-        try:
-            data = bytes(memoryview(v))
-        except TypeError:
+        data = _raw(v)
+        if data is None:
             raise ArgumentError(f"{packer._where(p)} is a struct passed by value: give bytes or a NumPy "
-                            f"structured scalar of {size} bytes, not {type(v).__name__}") from None
+                            f"structured scalar of {size} bytes, not {type(v).__name__}")
         if len(data) != size:
             raise ArgumentError(f"{packer._where(p)} is {size} bytes; got {len(data)} bytes")
         return data
     return conv
 
 
+def _unknown(packer: Packer, p: Param, size: int):
+    def conv(v, staged):
+        data = _raw(v)
+        if data is None:
+            raise ArgumentError(f"{packer._where(p)}: this declaration could not be read, so its value "
+                                f"cannot be converted; pass its {size} bytes (bytes or a NumPy "
+                                f"structured scalar), or declare the parameter with a plain type")
+        if len(data) != size:
+            raise ArgumentError(f"{packer._where(p)} is {size} bytes; got {len(data)} bytes")
+        return data
+    return conv
+
+
+def _function(packer: Packer, p: Param):
+    def conv(v, staged):
+        if v is None:
+            return 0
+        if not isinstance(v, bool) and type(v).__name__ not in ("bool_", "bool"):
+            try:
+                address = operator.index(v)
+            except TypeError:
+                pass
+            else:
+                if not 0 <= address < 2**64:
+                    raise ArgumentRangeError(f"{packer._where(p)}: {v!r} is no device address")
+                return address
+        raise ArgumentError(f"{packer._where(p)} is a function pointer: pass the function's device "
+                            f"address as an int (e.g. copied from a __device__ variable that holds "
+                            f"it), or None for a null pointer, not {type(v).__name__}")
+    return conv
+
+
+def _reference(packer: Packer, p: Param, fast: dict):
+    inner = _pointer(packer, p, fast, p.scalar if not p.pointer else None)
+
+    def conv(v, staged):
+        if v is None:
+            raise ArgumentError(f"{packer._where(p)} is a reference and cannot be null: pass a device "
+                                f"array holding the value")
+        if isinstance(v, numbers.Number) or (type(v).__module__ == "numpy"    # a NumPy scalar
+                                             and type(v).__name__ != "ndarray"):
+            raise ArgumentError(f"{packer._where(p)} is a reference: the kernel reads it through a "
+                                f"pointer; pass a device array holding the value, or take it by value")
+        return inner(v, staged)
+    return conv
+
+
 # --- pointers -----------------------------------------------------------------------------
 
-def _pointer(packer: Packer, p: Param, fast: dict):
-    """The full check of a pointer argument; it leaves a quick one in ``fast`` for device arrays."""
-    want = _Want(p.scalar if p.pointer == 1 else None)
+def _pointer(packer: Packer, p: Param, fast: dict, pointee=False):
+    """The full check of a pointer argument; it leaves a quick one in ``fast`` for device arrays.
+    ``pointee``: the Scalar pointed to (None: any), if not ``p``'s own."""
+    want = _Want((p.scalar if p.pointer == 1 else None) if pointee is False else pointee)
     writes = not p.const
 
     def conv(a, staged):
@@ -229,7 +299,8 @@ def _dtype_ok(want: Scalar | None, name: str) -> bool:
 
 
 def _wrong_dtype(packer, p, want, name):
-    return ArgumentError(f"{packer._where(p)} points to {p.type} ({want.scalar.dtype}); got a {name} "
+    verb = "refers" if p.reference else "points"
+    return ArgumentError(f"{packer._where(p)} {verb} to {p.type} ({want.scalar.dtype}); got a {name} "
                          f"array")
 
 
@@ -341,6 +412,9 @@ def _buffer(a, packer, p, want, writes, staged):  # cuda.core Buffer
 
 
 def _bad(a, packer, p, want, writes, staged):
+    if p.reference:
+        raise ArgumentError(f"{packer._where(p)} is a reference: pass a device array holding the value "
+                            f"(CuPy, PyTorch, Numba) or a NumPy array, not {type(a).__name__}")
     raise ArgumentError(f"{packer._where(p)} is a pointer: pass a NumPy array, a device array "
                     f"(CuPy, PyTorch, Numba) or None, not {type(a).__name__}")
 

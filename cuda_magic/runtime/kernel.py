@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -168,7 +169,8 @@ class Kernel:
         try:
             params = b[2].pack(args, staged)
             if self.printf:
-                _captured(lambda: self._launch(b[1], dims, shared, stream, params, True))
+                _captured(lambda: self._launch(b[1], dims, shared, stream, params, True),
+                          getattr(self.result, "source", ""))
             else:
                 err = b[3](b[1], *dims, shared, stream, params, 0)[0]
                 if err != 0:
@@ -306,18 +308,38 @@ def _us(ms: float) -> str:
 _libc = None
 
 
-def _captured(run) -> None:
-    """Run ``run`` with file descriptor 1 redirected, then write what the GPU printed to sys.stdout."""
+_ASSERT = re.compile(r"(?:^|/)cell\.cu:(\d+): (.*?): block: \[(\d+,\d+,\d+)\], "
+                     r"thread: \[(\d+,\d+,\d+)\] Assertion `(.*)` failed", re.M)
+
+
+def assert_message(printed: str, source: str) -> str | None:
+    """'device assert failed at cell line N: `cond` ...' from what the GPU printed, or None."""
+    m = _ASSERT.search(printed)
+    if m is None:
+        return None
+    line, func, block, thread, cond = m.groups()
+    lines = source.splitlines()
+    quoted = f"\n  {int(line):>4} | {lines[int(line) - 1]}" if 0 < int(line) <= len(lines) else ""
+    return (f"device assert failed at cell line {line}: `{cond}` in {func}, block ({block}), "
+            f"thread ({thread}){quoted}")
+
+
+def _captured(run, source: str = "") -> None:
+    """Run ``run`` with file descriptor 1 redirected, then write what the GPU printed to sys.stdout;
+    a failed device ``assert`` becomes part of the CudaError (its condition and cell line)."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None)
     sys.stdout.flush()
     _libc.fflush(None)
     saved = os.dup(1)
+    failed = None
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 1)
         try:
             run()
+        except CudaError as exc:
+            failed = exc
         finally:
             _libc.fflush(None)  # the driver writes device printf through C stdio
             os.dup2(saved, 1)
@@ -327,3 +349,8 @@ def _captured(run) -> None:
             if text:
                 sys.stdout.write(text)
                 sys.stdout.flush()
+    if failed is not None:
+        note = assert_message(text, source) if failed.name == "CUDA_ERROR_ASSERT" else None
+        if note:
+            raise CudaError(f"{failed}\n{note}", failed.name, failed.code) from None
+        raise failed

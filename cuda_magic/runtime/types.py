@@ -41,34 +41,58 @@ SCALARS: dict[str, Scalar] = {
     "__nv_bfloat16": Scalar("H", "bfloat16", 2),  # packed from float by round-to-nearest-even
 }
 
+# Typedefs every CUDA translation unit sees (<cstdint>, <cstddef>, glibc's sys/types.h, cuda.h,
+# the CUDA runtime's texture/surface objects), by their canonical spelling.
 _ALIASES = {
-    "signed": "int", "signed int": "int", "unsigned": "unsigned int",
-    "short int": "short", "signed short": "short", "signed short int": "short",
-    "unsigned short int": "unsigned short",
-    "long int": "long", "signed long": "long", "signed long int": "long",
-    "unsigned long int": "unsigned long",
-    "long long int": "long long", "signed long long": "long long",
-    "signed long long int": "long long", "unsigned long long int": "unsigned long long",
     "int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short",
     "uint16_t": "unsigned short", "int32_t": "int", "uint32_t": "unsigned int",
     "int64_t": "long long", "uint64_t": "unsigned long long", "size_t": "unsigned long",
     "ssize_t": "long", "ptrdiff_t": "long", "intptr_t": "long", "uintptr_t": "unsigned long",
+    "intmax_t": "long", "uintmax_t": "unsigned long",
+    "uint": "unsigned int", "ushort": "unsigned short", "ulong": "unsigned long",
+    "CUdeviceptr": "unsigned long long", "CUdeviceptr_v2": "unsigned long long",
+    "cudaTextureObject_t": "unsigned long long", "cudaSurfaceObject_t": "unsigned long long",
+    "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
     "half": "__half", "nv_half": "__half", "__nv_half": "__half",
     "nv_bfloat16": "__nv_bfloat16", "__bfloat16": "__nv_bfloat16",
 }
 
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct",
                "class", "union", "enum", "typename", "__grid_constant__"}
+_INT_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
+# std::, ::std::, cuda::std::, and their versioned inline namespaces (std::__4::, std::__cxx11::)
+_STD = re.compile(r"(?<![\w:])(?:::)?(?:cuda::)?std::(?:__\d+::|__cxx11::)?|^::")
+
+
+def _integer(words: list[str]) -> str | None:
+    """The canonical spelling of an integer type written with its words in any order."""
+    longs, unsigned = words.count("long"), "unsigned" in words
+    if "char" in words:
+        return "unsigned char" if unsigned else "signed char" if "signed" in words else "char"
+    if "short" in words:
+        base = "short"
+    elif longs in (1, 2):
+        base = "long" * (longs == 1) or "long long"
+    elif longs == 0:
+        base = "int"
+    else:
+        return None
+    return ("unsigned " if unsigned else "") + base
 
 
 def canonical_type(text: str) -> str:
     """``"const unsigned long int"`` -> ``"unsigned long"``; ``"std::size_t"`` -> ``"unsigned long"``.
 
-    Qualifiers and ``std::``/``::`` prefixes are dropped; types this table does
-    not know (structs, enums, typedefs) come back with single spaces.
+    Qualifiers and ``std::``/``cuda::std::``/``::`` prefixes are dropped, integer words may come
+    in any order (``"long unsigned int"``, as demanglers and debuggers write them), and the
+    typedefs every CUDA program sees (``uint32_t``, ``size_t``, ``uint``, ``cudaTextureObject_t``)
+    map to their scalar; types this table does not know (structs, enums, the cell's own
+    typedefs) come back with single spaces.
     """
-    words = [w for w in re.sub(r"(?<![\w:])(?:::)?std::|^::", "", text.strip()).split()
-             if w not in _QUALIFIERS]
+    words = [w for w in _STD.sub("", " ".join(text.split()).replace(" ::", "::")
+                                 .replace(":: ", "::")).split() if w not in _QUALIFIERS]
+    if words and set(words) <= _INT_WORDS and (name := _integer(words)):
+        return name
     name = " ".join(words)
     return _ALIASES.get(name, name)
 
@@ -78,9 +102,14 @@ class Param:
     """One kernel parameter as declared.
 
     ``type`` is the canonical base type (``"float"``, ``"unsigned int"``,
-    ``"MyStruct"``), ``pointer`` the number of ``*`` (0: by value), ``const``
-    whether a pointer's pointee is const (no copy back), ``declared`` the text
-    as written.
+    ``"MyStruct"``; the signature ``"float(float)"`` of a function pointer; the
+    text as written for an ``unknown`` one), ``pointer`` the number of ``*``
+    (0: by value), ``const`` whether a pointer's (or reference's) innermost
+    pointee is const (no copy back), ``declared`` the text as written.
+    ``reference``: declared ``T& x`` (the ABI passes an 8-byte address);
+    ``function``: a pointer to a function (``float (*f)(float)``);
+    ``unknown``: a declaration the parser could not read (the launch takes
+    only raw bytes of the compiled parameter's size for it).
     """
 
     name: str
@@ -88,12 +117,44 @@ class Param:
     pointer: int = 0
     const: bool = False
     declared: str = ""
+    reference: bool = False
+    function: bool = False
+    unknown: bool = False
 
     @property
     def scalar(self) -> Scalar | None:
-        """The packing of a by-value scalar or of a pointer's pointee; None for structs/void."""
-        return SCALARS.get(self.type)
+        """The packing of a by-value scalar or of a pointer's (reference's) pointee; None for
+        structs, void, functions and unknown declarations."""
+        return None if self.function or self.unknown else SCALARS.get(self.type)
+
+    @property
+    def kind(self) -> str:
+        """How the parameter is passed: "unknown", "function" (a function pointer), "reference",
+        "pointer", "scalar" or "struct" (any other by-value type)."""
+        if self.unknown:
+            return "unknown"
+        if self.function and self.pointer <= 1:
+            return "function"
+        if self.reference:
+            return "reference"
+        if self.pointer:
+            return "pointer"
+        return "scalar" if self.scalar is not None else "struct"
+
+    @property
+    def size(self) -> int | None:
+        """Bytes the parameter takes in the kernel's parameter buffer, when the declaration alone
+        tells (None for structs and unknown declarations: the driver knows)."""
+        kind = self.kind
+        if kind in ("function", "reference", "pointer"):
+            return 8
+        return self.scalar.size if kind == "scalar" else None
 
     def __str__(self) -> str:
-        return self.declared or (("const " if self.const else "") + self.type + "*" * self.pointer
-                                 + " " + self.name)
+        if self.declared:
+            return self.declared
+        if self.function:
+            ret, _, args = self.type.partition("(")
+            return f"{ret} ({'*' * self.pointer}{'&' * self.reference}{self.name})({args}"
+        return (("const " if self.const else "") + self.type + "*" * self.pointer
+                + "&" * self.reference + " " + self.name)

@@ -59,8 +59,9 @@ def _start():
 class _Binary:
     """What a Kernel needs of a CompilationResult, to cross the process boundary."""
 
-    def __init__(self, key, binary, format, arch):
+    def __init__(self, key, binary, format, arch, source=""):
         self.key, self.binary, self.format, self.arch = key, binary, format, arch
+        self.source = source
 
 
 def call(kernel, op: str, *payload):
@@ -72,8 +73,9 @@ def call(kernel, op: str, *payload):
                                 f"process (after a fault, or isolate()), which takes NumPy arrays "
                                 f"and numbers, not {type(a).__name__}")
     r = kernel.result
-    spec = (kernel.name, kernel.params, _Binary(r.key, r.binary, r.format, r.arch), kernel.symbol,
-            kernel.printf)
+    spec = (kernel.name, kernel.params, _Binary(r.key, r.binary, r.format, r.arch,
+                                                getattr(r, "source", "")),
+            kernel.symbol, kernel.printf)
     with _lock:
         conn = _start()
         try:

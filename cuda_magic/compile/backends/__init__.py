@@ -29,6 +29,13 @@ class CompileError(Error, RuntimeError):
 
     shown = False   # set once the error was displayed in full (the %%cuda cell's error view)
     context = ""    # e.g. "variant 'fast'" (%%cuda_compare): which build of the cell failed
+    notes: tuple[str, ...] = ()   # what cuda-magic adds: where an include was searched for, ...
+
+    def note(self, text: str) -> "CompileError":
+        """Add a line after the compiler's errors (e.g. the likely fix); returns the error itself."""
+        self.notes = (*self.notes, text)
+        self.args = (self._message(),)
+        return self
 
     def within(self, context: str) -> "CompileError":
         """Name which build failed (shown after the file name); returns the error itself."""
@@ -72,7 +79,13 @@ class CompileError(Error, RuntimeError):
                 parts.append(f"  {lineno:>4} | {src[lineno - 1]}")
         if not errors:
             parts.extend(self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"])
-        return "\n".join(parts)
+        return "\n".join(parts + list(self.notes))
+
+    def missing_includes(self) -> list[str]:
+        """Names of ``#include``s the compiler could not find, in log order."""
+        found = re.findall(r'cannot open source file "([^"\n]+)"|fatal error: ([^:\n]+): No such file',
+                           self.log)
+        return list(dict.fromkeys(a or b for a, b in found))
 
     def _render_traceback_(self) -> list[str]:
         if not self.shown:
@@ -95,6 +108,7 @@ class Output:
     log: str
     lowered_names: tuple[tuple[str, str], ...] = ()
     ptx: str | None = field(default=None, repr=False)  # PTX from the same run, if free
+    pch: str = ""      # "created" or "used" when a precompiled header was made or used
 
 
 def ptxas_each(items: Sequence[str]) -> list[str]:
@@ -124,6 +138,8 @@ class Backend:
     forward_ptxas: Callable[[Sequence[str]], list[str]]
     compile: Callable[..., Output]
     version: Callable[[], str]
+    std_headers: bool = False   # takes cuda-magic's in-memory standard headers (NVRTC has none)
+    pch: bool = False           # compile() takes pch= (a digest of the headers read) for a PCH
 
     def __post_init__(self):
         if self.default_format not in self.formats:

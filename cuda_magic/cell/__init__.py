@@ -16,11 +16,12 @@ from typing import Callable, Mapping, Sequence
 
 import yaml
 
-from .compile.compiler import CompilationResult, compile_resolved, complete
-from .config import LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
+from ..compile.compiler import CompilationResult, compile_resolved, complete
+from ..config import LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
     resolve, validate
-from .runtime import Kernel, Param
-from . import signature
+from ..runtime import Kernel, Param
+from . import bind, signature
+from .bind import Binding
 from .signature import KernelDecl, SignatureError, blank, find_kernels
 
 __all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "resolve_cell", "build"]
@@ -44,7 +45,7 @@ class ParsedCell:
     header: dict                       # the cell's //| layer (validated, flat)
     header_lines: dict                 # key -> cell line
     kernels: tuple[KernelDecl, ...]
-    kernel_headers: dict               # kernel name -> (layer, {key: line})
+    kernel_headers: dict               # kernel declaration line -> (layer, {key: line})
 
 
 def _header(lines: list[str], first: int) -> tuple[dict, dict]:
@@ -102,20 +103,15 @@ def parse_cell(text: str) -> ParsedCell:
         kernels = find_kernels(text)
     except SignatureError as exc:
         raise CellError(str(exc).split(": ", 1)[-1] if exc.line else str(exc), exc.line) from None
-    seen: dict[str, int] = {}
     kernel_headers = {}
     for k in kernels:
-        if k.name in seen:
-            raise CellError(f"kernel '{k.name}' is defined twice (lines {seen[k.name]} and "
-                            f"{k.line}); kernels are bound by name", k.line)
-        seen[k.name] = k.line
         i = k.line - 2            # the line above the declaration, 0-based
         start = i
         while start >= end and is_header[start]:
             start -= 1
         if start < i:
             block = range(start + 1, i + 1)
-            kernel_headers[k.name] = _header([lines[j] for j in block], start + 2)
+            kernel_headers[k.line] = _header([lines[j] for j in block], start + 2)
             used.update(block)
     for j, flag in enumerate(is_header):
         if flag and j not in used:
@@ -156,35 +152,38 @@ def line_config(*, arch: str | None = None, compiler: str | None = None,
 
 @dataclass(frozen=True)
 class _Entry:
-    name: str            # C++ spelling: "scale", "axpy<float>"
+    name: str            # how the kernel is shown and keyed: "scale", "ns::k<256>", "k(float*, int)"
     python_name: str
     params: tuple[Param, ...]
-    decl: KernelDecl
+    decl: KernelDecl | None
     config: Resolved
-    instance: bool = False
+    binding: Binding
+    aliases: tuple[str, ...] = ()   # other spellings that find it: "axpy<float>", "k(float*)"
 
 
 class Module:
     """The compiled cell: its kernels, one binary per distinct config, and how each came about.
 
-    ``m.scale`` / ``m["scale"]`` / ``m["axpy<float>"]`` is a :class:`Kernel`;
-    ``m.results`` the :class:`CompilationResult` of each distinct config;
-    ``m.result_of(name)`` and ``m.config_of(name)`` the binary and resolved
-    config (with provenance) a kernel came from.
+    ``m.scale`` / ``m["scale"]`` / ``m["ns::axpy<float>"]`` / ``m["k(float*, int)"]`` is a
+    :class:`Kernel`; ``m.results`` the :class:`CompilationResult` of each distinct config;
+    ``m.result_of(name)`` and ``m.config_of(name)`` the binary and resolved config (with
+    provenance) a kernel came from.  The kernels are exactly the kernel entries of the
+    binaries (``m.bindings`` says which Python name is which entry).
     """
 
     def __init__(self, source: str, parsed: ParsedCell, options: Mapping, entries: Sequence[_Entry],
                  results: Sequence[CompilationResult], of: Mapping[str, CompilationResult],
-                 cell_config: Resolved, templates: Sequence[str]):
+                 cell_config: Resolved, templates: Sequence[str], missing: Sequence[str] = ()):
         self.source, self.parsed, self.options = source, parsed, dict(options)
         self.results = tuple(results)
         self.cell_config = cell_config
-        self.templates = tuple(templates)    # template kernels with no --instantiate
+        self.templates = tuple(templates)    # template kernels with no instance in the binary
+        self.missing = tuple(missing)        # declared kernels the binary does not hold
         self._entries = {e.name: e for e in entries}
         self._of = dict(of)
         printf = re.search(r"\b(printf|assert)\s*\(", blank(source)) is not None
         self.kernels: dict[str, Kernel] = {
-            e.name: Kernel(e.name, e.params, of[e.name], of[e.name].symbol(e.name), printf)
+            e.name: Kernel(e.name, e.params, of[e.name], e.binding.entry.symbol, printf)
             for e in entries}
         self.load_error: Exception | None = None
 
@@ -203,13 +202,36 @@ class Module:
         """Each kernel under its Python name (``axpy<float>`` -> ``axpy_float``)."""
         return {e.python_name: self.kernels[e.name] for e in self._entries.values()}
 
+    @property
+    def bindings(self) -> dict[str, str]:
+        """Python name -> the entry it launches (``a_k`` -> ``a::k(float*, int)``)."""
+        return {e.python_name: e.binding.signature for e in self._entries.values()}
+
+    def renamed(self) -> list[str]:
+        """``a_k = a::k(float*, int)`` for kernels whose Python name is not simply their C++ name."""
+        out = []
+        for e in self._entries.values():
+            plain = re.sub(r"\W+", "_", e.name.split("::")[-1]).strip("_")
+            if e.python_name != plain:
+                out.append(f"{e.python_name} = {e.binding.signature}")
+        return out
+
     def _name(self, key: str) -> str:
         if key in self.kernels:
             return key
+        squash = re.sub(r"\s+", "", key)
+        short = []
         for e in self._entries.values():
-            if e.python_name == key or re.sub(r"\s+", "", e.name) == re.sub(r"\s+", "", key):
+            spellings = (e.python_name, e.binding.entry.symbol, e.binding.signature, *e.aliases)
+            if key in spellings or squash in {re.sub(r"\s+", "", x) for x in (e.name, *spellings)}:
                 return e.name
-        raise KeyError(f"no kernel {key!r} in this cell; it has {', '.join(self.kernels) or 'none'}")
+            if re.sub(r"\s+", "", e.binding.name.split("::")[-1]) == squash:
+                short.append(e.name)
+        if len(short) == 1:
+            return short[0]
+        raise KeyError(f"no kernel {key!r} in this cell; it has {', '.join(self.kernels) or 'none'}"
+                       + (" (several match: give the qualified name or the Python name)"
+                          if short else ""))
 
     def __getitem__(self, key: str) -> Kernel:
         return self.kernels[self._name(key)]
@@ -241,7 +263,7 @@ class Module:
         r = self.result
         builds = f"{len(self.results)} builds" if len(self.results) > 1 else \
             f"{r.arch} {r.compiler} {r.format}"
-        return f"<Module {', '.join(self.kernels) or '(no kernels)'}: {builds}>"
+        return f"<Module {', '.join(self.python_names()) or '(no kernels)'}: {builds}>"
 
 
 def _layers(parsed: ParsedCell, options: Mapping, session: Mapping | None, preset: str | None):
@@ -262,14 +284,16 @@ def resolve_cell(text: str, options: Mapping | None = None, *, session: Mapping 
 def build(text: str, options: Mapping | None = None, *, session: Mapping | None = None,
           preset: str | None = None, instantiate: Sequence[str] = (), force: bool = False,
           load: bool = False, adjust: Callable[[Resolved], Resolved] | None = None) -> Module:
-    """Parse, layer, compile and wrap one cell.
+    """Parse, layer, compile and bind one cell.
 
     ``options`` is the magic line's layer (see :func:`line_config`); it and
     the cell's ``//|`` header together form the ``cell`` layer, and a key in
     both is an error.  ``instantiate`` names template instances
-    (``"axpy<float>"``).  ``load=True`` loads the modules on the GPU now and
-    records a failure in ``Module.load_error`` instead of raising.  ``adjust``
-    edits each resolved config after all layers (``%%cuda_compare`` variants).
+    (``"axpy<float>"``, ``"ns::axpy<float>"``).  The kernels bound are the kernel
+    entries of the binary (see :mod:`cuda_magic.cell.bind`).  ``load=True`` loads
+    the modules on the GPU now and records a failure in ``Module.load_error``
+    instead of raising.  ``adjust`` edits each resolved config after all layers
+    (``%%cuda_compare`` variants).
     """
     adjust = adjust or (lambda resolved: resolved)
     parsed = parse_cell(text)
@@ -277,55 +301,92 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
     base = _layers(parsed, options, session, preset)
     cell_config = adjust(resolve(*base))
 
-    decls = {k.name: k for k in parsed.kernels}
-    entries: list[tuple[str, str, tuple, KernelDecl, bool]] = []
-    for k in parsed.kernels:
-        if not k.template:
-            entries.append((k.name, k.name, k.params, k, False))
-    wanted = set()
+    instances: dict[str, tuple[str, KernelDecl]] = {}     # spelling -> (python name, decl)
     for spelling in instantiate:
-        name = spelling.split("<", 1)[0].strip()
-        decl = decls.get(name)
-        if decl is None:
-            raise CellError(f"--instantiate {spelling!r}: the cell has no kernel '{name}'")
+        decl = _template_for(parsed.kernels, spelling)
         try:
-            pyname, params = signature.instantiate(decl, spelling)
+            pyname, _ = signature.instantiate(decl, spelling)
         except SignatureError as exc:
             raise CellError(f"--instantiate {spelling!r}: {exc}", decl.line) from None
-        entries.append((spelling.strip(), pyname, params, decl, True))
-        wanted.add(name)
-    templates = [k.name for k in parsed.kernels if k.template and k.name not in wanted]
+        instances[spelling.strip()] = (pyname, decl)
 
-    resolved_entries = []
-    for name, pyname, params, decl, is_instance in entries:
-        layer = parsed.kernel_headers.get(decl.name, ({}, {}))[0]
+    # One build per distinct config; a kernel's //| block makes its own.
+    def config_of(decl: KernelDecl | None) -> Resolved:
+        layer = parsed.kernel_headers.get(decl.line, ({}, {}))[0] if decl else {}
         layers = base + ([(f"kernel:{decl.name}", layer)] if layer else [])
         try:
-            config = complete(adjust(resolve(*layers)))
+            return complete(adjust(resolve(*layers)))
         except ConfigError as exc:
-            raise CellError(f"kernel '{name}': {exc}", decl.line, exc.key) from None
-        resolved_entries.append(_Entry(name, pyname, tuple(params), decl, config, is_instance))
+            if decl is None:
+                raise
+            raise CellError(f"kernel '{decl.name}': {exc}", decl.line, exc.key) from None
 
-    groups: dict[str, list[_Entry]] = {}
-    for e in resolved_entries:
-        groups.setdefault(e.config.json(), []).append(e)
-    if not groups:
-        groups[""] = []
-    results, of = [], {}
-    for members in groups.values():
-        config = members[0].config if members else complete(cell_config)
-        names = [e.name for e in members if e.instance]
-        r = compile_resolved(text, config, name_expressions=names, force=force)
-        results.append(r)
-        for e in members:
-            of[e.name] = r
-    module = Module(text, parsed, options, resolved_entries, results, of, cell_config, templates)
+    configs = {d.line: config_of(d) for d in parsed.kernels}
+    default = config_of(None) if not parsed.kernels or \
+        any(d.line not in parsed.kernel_headers for d in parsed.kernels) else None
+    groups: dict[str, list] = {}
+    if default is not None:
+        groups[default.json()] = [default, []]
+    for d in parsed.kernels:
+        groups.setdefault(configs[d.line].json(), [configs[d.line], []])
+    for spelling, (_, decl) in instances.items():
+        groups[configs[decl.line].json()][1].append(spelling)
+    keys = list(groups)
+    results = [compile_resolved(text, config, name_expressions=names, force=force)
+               for config, names in groups.values()]
+    home = keys.index(default.json()) if default is not None else 0
+
+    # Bind every kernel entry of each build whose config is that kernel's own.
+    bindings, owners, matched = [], [], set()
+    for i, r in enumerate(results):
+        lowered = {sym: expr for expr, sym in r.lowered_names.items()}
+        for entry in r.entries:
+            spelling = lowered.get(entry.symbol)
+            decl = instances[spelling][1] if spelling else bind.match(entry, parsed.kernels)
+            owner = keys.index(configs[decl.line].json()) if decl is not None else home
+            if owner != i:
+                continue
+            if decl is not None:
+                matched.add(decl.line)
+            ptx = bind.ptx_of(r) if decl is None and entry.param_types is None else None
+            bindings.append(bind.Binding(entry, decl, bind.params_of(entry, decl, ptx), spelling))
+            owners.append(r)
+    order = sorted(range(len(bindings)), key=lambda i: (
+        bindings[i].decl.line if bindings[i].decl is not None else 1 << 30, bindings[i].name))
+    bindings, owners = [bindings[i] for i in order], [owners[i] for i in order]   # source order
+    names = bind.python_names(bindings)
+    overloaded = {b.name for b in bindings if sum(c.name == b.name for c in bindings) > 1}
+    entries, of = [], {}
+    for b, pyname, r in zip(bindings, names, owners):
+        key = b.signature if b.name in overloaded else b.name
+        config = configs[b.decl.line] if b.decl is not None else groups[keys[home]][0]
+        aliases = tuple(x for x in (b.spelling, instances.get(b.spelling, ("",))[0]) if x)
+        entries.append(_Entry(key, pyname, b.params, b.decl, config, b, aliases))
+        of[key] = r
+    templates = [signature.template_hint(d) for d in parsed.kernels
+                 if d.template and d.line not in matched]
+    missing = [f"{d.qualified} (line {d.line})" for d in parsed.kernels
+               if not d.template and d.definition and d.line not in matched]
+    module = Module(text, parsed, options, entries, results, of, cell_config, templates, missing)
     if load and module.kernels:
         try:
             module.load()
         except Exception as exc:  # a GPU that cannot run this arch, no driver, ...
             module.load_error = exc
     return module
+
+
+def _template_for(decls: Sequence[KernelDecl], spelling: str) -> KernelDecl:
+    """The template kernel an ``--instantiate`` spelling names (qualified or not)."""
+    head = spelling.split("<", 1)[0].strip()
+    name = head.split("::")[-1].strip()
+    found = [d for d in decls if d.name == name and d.template]
+    scoped = [d for d in found if d.qualified.endswith(head.lstrip(":")) or "::" not in head]
+    if not (scoped or found):
+        others = [d.qualified for d in decls if d.template]
+        raise CellError(f"--instantiate {spelling!r}: the cell has no template kernel '{head}'"
+                        + (f"; its templates: {', '.join(others)}" if others else ""))
+    return (scoped or found)[0]
 
 
 def session_config(session: Mapping | None, preset: str | None = None) -> Resolved:

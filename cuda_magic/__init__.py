@@ -1,6 +1,7 @@
 """cuda-magic: compile CUDA C++ in a notebook under a configuration you can see, and launch it.
 
-``%load_ext cuda_magic`` registers ``%%cuda``, ``%%cuda_compare`` and ``%cuda_config``.
+``%load_ext cuda_magic`` registers ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare`` and
+``%cuda_config``.
 Importing this package does not initialise CUDA.  The Python API::
 
     from cuda_magic import compile_source, sass, ptx
@@ -17,6 +18,8 @@ from .compile.backends import (Backend, CompileError, ToolNotFoundError, get_bac
 from .comparison import Comparison, RunError, compare
 from .compile.compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
                        resolve_layers, set_cache_dir)
+from .compile.headers import define_header, remove_header, session_headers
+from .compile.pch import clear as clear_pch
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
 from .display import show, view
@@ -37,11 +40,12 @@ __all__ = [
     "compile_source", "detect_arch", "from_json", "get_backend", "list_backends", "list_presets",
     "parse_ptxas", "ptx", "register_backend", "register_preset", "resolve", "resolve_layers",
     "sass", "sass_text", "set_cache_dir", "show", "validate", "view",
+    "define_header", "remove_header", "session_headers", "clear_pch",
 ]
 
 
 def load_ipython_extension(ip) -> None:
-    """``%load_ext cuda_magic``: register ``%%cuda``, ``%%cuda_compare`` and ``%cuda_config``
-    (CUDA stays untouched)."""
+    """``%load_ext cuda_magic``: register ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare`` and
+    ``%cuda_config`` (CUDA stays untouched)."""
     from .magics import load
     load(ip)

@@ -121,7 +121,7 @@ class Runner:
             return
         params = kernels[node.func.value.id].params
         for arg, p in zip(node.args, params):
-            if isinstance(arg, ast.Name) and p.pointer:
+            if isinstance(arg, ast.Name) and (p.pointer or p.reference):
                 if p.const:
                     self.roles.setdefault(arg.id, "input")
                 else:

@@ -307,7 +307,9 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
         try:
             pyname, _ = signature.instantiate(decl, spelling)
         except SignatureError as exc:
-            raise CellError(f"--instantiate {spelling!r}: {exc}", decl.line) from None
+            why = str(exc).split(": ", 1)[-1] if exc.line else str(exc)
+            why = why.split(f"'{spelling}': ", 1)[-1]
+            raise CellError(f"--instantiate {spelling!r}: {why}", decl.line) from None
         instances[spelling.strip()] = (pyname, decl)
 
     # One build per distinct config; a kernel's //| block makes its own.

@@ -124,7 +124,7 @@ def _serve(conn) -> None:  # the helper process
                 dims, shared, args = payload
                 k._run(dims, shared, 0, args)
                 arrays = [(i, a) for i, (p, a) in enumerate(zip(params, args))
-                          if isinstance(a, np.ndarray) and p.pointer and not p.const]
+                          if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
                 result = None
             elif op == "bench":
                 dims, shared, args, repeat, warmup, nbytes = payload

@@ -2,7 +2,8 @@
 temporary directory that is always removed.
 
 argv: ``nvcc -arch=<arch> --cubin|--ptx|--fatbin <user nvcc list>
---ptxas-options=a,b,c -I. -o <tmp>/out.<fmt> <tmp>/cell.cu``, run in the
+--ptxas-options=a,b,c -I. [-I<CUTLASS>] -o <tmp>/out.<fmt> <tmp>/cell.cu``
+(``-I<CUTLASS>`` when the ``nvidia-cutlass`` wheel is installed), run in the
 caller's working directory so relative paths in the user's flags and quoted
 ``#include``s resolve as they do with NVRTC (hence ``-I.``).  The temporary
 directory is also nvcc's ``TMPDIR``, and its path is dropped from the log so
@@ -21,6 +22,7 @@ import tempfile
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from ..headers import cutlass_dir
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
 
 FILENAME = "cell.cu"
@@ -77,7 +79,7 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
     with tempfile.TemporaryDirectory(prefix="cuda-magic-") as tmp:
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
         argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas, "-I.",
-                "-o", out, src)
+                *(f"-I{d}" for d in [cutlass_dir()] if d), "-o", out, src)
         with open(src, "w", encoding="utf-8") as f:
             f.write(source)
         _write_headers(tmp, headers)

@@ -1,0 +1,494 @@
+"""The kernel corpus: realistic ``%%cuda`` cells in ``tests/kernels/`` and what each must bind.
+
+One :class:`Case` per file.  ``kernels`` is exactly the set of Python names the cell
+binds (name -> parameter count), ``symbols`` the binary entry each one binds to (the
+same with NVRTC and nvcc: Itanium mangling, or the plain name for ``extern "C"``).
+Binding names: the C++ name when unique in the binary; template instances
+``ops::axpy<float, 256>`` -> ``axpy_float_256``; one name in two namespaces ->
+``naive_relu`` / ``vec4_relu``; overloads -> name plus the sanitised parameter types
+(``scale(float*, float, int)`` -> ``scale_float_ptr_float_int``).  ``aliases`` are other
+spellings ``m[...]`` must accept.  ``run(module)`` launches every kernel on NumPy arrays
+and checks it against a NumPy reference (GPU tests only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import io
+import math
+import pathlib
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Case", "CASES", "KERNELS", "missing", "include_dir"]
+
+KERNELS = pathlib.Path(__file__).with_name("kernels")
+
+
+@dataclass(frozen=True)
+class Case:
+    file: str
+    kernels: dict                   # python name -> number of parameters: exactly what is bound
+    symbols: dict                   # python name -> the binary's entry symbol
+    flags: tuple = ()               # extra flags for the active compiler's list (prefer //| headers)
+    requires: str | None = None     # "cutlass", "curand", "crt": pip packages the headers come from
+    compilers: tuple = ("nvrtc", "nvcc")
+    run: Callable | None = None     # GPU check: run(module) launches and asserts against NumPy
+    aliases: dict = field(default_factory=dict)   # another spelling -> python name
+    structs: dict = field(default_factory=dict)   # by-value struct parameter type -> size in bytes
+
+    @property
+    def id(self) -> str:
+        return self.file.removesuffix(".cu")
+
+    @property
+    def text(self) -> str:
+        return (KERNELS / self.file).read_text()
+
+    def __repr__(self) -> str:
+        return f"Case({self.file})"
+
+
+# --- where the optional headers come from ---------------------------------------------------
+
+def _pip_include(lib: str) -> pathlib.Path | None:
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+        path = find_nvidia_header_directory(lib)
+    except Exception:
+        return None
+    return pathlib.Path(path) if path else None
+
+
+def include_dir(requires: str) -> pathlib.Path | None:
+    """The include directory that holds ``requires``' headers, or None when not installed."""
+    if requires == "cutlass":         # pip install nvidia-cutlass
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = pathlib.Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+        return path if (path / "cute" / "tensor.hpp").is_file() else None
+    if requires == "curand":          # pip install nvidia-curand (cuda-toolkit[curand])
+        path = _pip_include("curand")
+        return path if path and (path / "curand_kernel.h").is_file() else None
+    if requires == "crt":             # pip install nvidia-cuda-crt (comes with nvidia-cuda-nvcc)
+        path = _pip_include("cudart")
+        return path if path and (path / "crt" / "mma.h").is_file() else None
+    raise ValueError(f"unknown requirement {requires!r}")
+
+
+def missing(case: Case, compiler: str) -> str | None:
+    """Why ``case`` cannot be built with ``compiler`` here (a pip extra not installed), or None."""
+    if compiler == "nvcc":
+        from cuda_magic.compile.backends.nvcc import find_nvcc
+        try:
+            find_nvcc()
+        except Exception:
+            return "nvcc is not installed (pip install 'cuda-magic[nvcc]')"
+        if case.requires == "crt":    # nvcc brings its own crt headers
+            return None
+    if case.requires and include_dir(case.requires) is None:
+        return f"{case.file} needs the {case.requires} headers, which are not installed"
+    return None
+
+
+# --- GPU checks -----------------------------------------------------------------------------
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _close(got, want, rtol, atol, what):
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+def run_layernorm(m):
+    N, C = 37, 300
+    r = _rng(1)
+    x = r.standard_normal((N, C), dtype=np.float32) * 3 + 1
+    w = r.standard_normal(C, dtype=np.float32)
+    b = r.standard_normal(C, dtype=np.float32)
+    x64 = x.astype(np.float64)
+    mu = x64.mean(axis=1)
+    rs = 1.0 / np.sqrt(x64.var(axis=1) + 1e-5)
+    want = (x64 - mu[:, None]) * rs[:, None] * w + b
+
+    out, mean, rstd = np.zeros_like(x), np.zeros(N, np.float32), np.zeros(N, np.float32)
+    m["layernorm_warp"][_cdiv(N, 4), 128](out, mean, rstd, x, w, b, N, C)   # 4 warps, 4 rows
+    _close(mean, mu, 1e-5, 1e-5, "layernorm_warp mean")
+    _close(rstd, rs, 1e-4, 0, "layernorm_warp rstd")
+    _close(out, want, 1e-4, 1e-4, "layernorm_warp out")
+
+    out2 = np.zeros_like(x)
+    m["layernorm_block"][N, 256](out2, x, w, b, C, 1e-5)
+    _close(out2, want, 1e-4, 1e-4, "layernorm_block out")
+
+
+def run_wmma(m):
+    M, N, K = 64, 48, 32
+    r = _rng(2)
+    a = r.uniform(-1, 1, (M, K)).astype(np.float16)
+    bmat = r.uniform(-1, 1, (K, N)).astype(np.float16)
+    c = r.uniform(-1, 1, (M, N)).astype(np.float32)
+    alpha, beta = 1.5, 0.5
+    want = alpha * (a.astype(np.float64) @ bmat.astype(np.float64)) + beta * c
+    b_colmajor = np.ascontiguousarray(bmat.T)            # (N, K): B stored column-major
+    # 4 x 4 warps per block, each one 16 x 16 tile: a block covers 64 x 64 of C.
+    m["wmma_gemm"][(_cdiv(M, 64), _cdiv(N, 64)), (128, 4)](a, b_colmajor, c, M, N, K, alpha, beta)
+    # fp16 inputs are exact products in fp32; only the fp32 accumulation order differs.
+    _close(c, want, 1e-3, 1e-3, "wmma_gemm")
+
+
+PHILOX_BYTES = 64   # sizeof(curandStatePhilox4_32_10_t)
+
+
+def run_curand(m):
+    n, per = 1024, 64
+    states = np.zeros(n * PHILOX_BYTES, np.uint8)
+    m["setup_states"][_cdiv(n, 256), 256](states, 1234, n)
+    first = np.zeros((per, n), np.float32)
+    m["generate_uniform"][_cdiv(n, 256), 256](states, first, per, n)
+    u = first.ravel()
+    assert np.all(u > 0) and np.all(u <= 1), "curand_uniform is in (0, 1]"
+    sigma = math.sqrt(1 / 12 / u.size)
+    assert abs(u.mean() - 0.5) < 6 * sigma, u.mean()
+    assert abs(u.var() - 1 / 12) < 0.005, u.var()
+    counts = np.histogram(u, bins=16, range=(0, 1))[0]
+    expect = u.size / 16
+    assert np.all(np.abs(counts - expect) < 6 * math.sqrt(expect)), counts
+
+    # The states were copied back: a second call continues each stream.
+    second = np.zeros_like(first)
+    m["generate_uniform"][_cdiv(n, 256), 256](states, second, per, n)
+    assert not np.array_equal(first, second)
+
+    # Same seed, same numbers; another seed, other numbers.
+    again = np.zeros(n * PHILOX_BYTES, np.uint8)
+    m["setup_states"][_cdiv(n, 256), 256](again, 1234, n)
+    repeat = np.zeros_like(first)
+    m["generate_uniform"][_cdiv(n, 256), 256](again, repeat, per, n)
+    np.testing.assert_array_equal(repeat, first)
+    other = np.zeros(n * PHILOX_BYTES, np.uint8)
+    m["setup_states"][_cdiv(n, 256), 256](other, 4321, n)
+    different = np.zeros_like(first)
+    m["generate_uniform"][_cdiv(n, 256), 256](other, different, per, n)
+    assert np.mean(different == first) < 0.01
+
+    z = np.zeros(8192, np.float32)
+    m["normal_xorwow"][_cdiv(z.size, 256), 256](z, 42, z.size)
+    assert abs(z.mean()) < 6 / math.sqrt(z.size), z.mean()
+    assert abs(z.std() - 1) < 0.05, z.std()
+    z2 = np.zeros_like(z)
+    m["normal_xorwow"][_cdiv(z.size, 256), 256](z2, 42, z.size)
+    np.testing.assert_array_equal(z2, z)
+
+
+def run_cute(m):
+    M, N = 64, 256                                     # multiples of the 32 x 128 tile
+    src = _rng(3).standard_normal((M, N), dtype=np.float32)
+    dst = np.zeros_like(src)
+    m["cute_tile_copy"][(M // 32, N // 128), 256](src, dst, M, N)
+    np.testing.assert_array_equal(dst, src)
+    dst_t = np.zeros((N, M), np.float32)
+    m["cute_tile_transpose"][(M // 32, N // 128), 256](src, dst_t, M, N)
+    np.testing.assert_array_equal(dst_t, src.T)
+
+
+def run_cub(m):
+    r = _rng(4)
+    n = 1000
+    x = r.standard_normal(n, dtype=np.float32)
+    for block in (128, 256):
+        partial = np.zeros(_cdiv(n, block), np.float32)
+        m[f"block_sum_{block}"][partial.size, block](x, partial, n)
+        padded = np.zeros(partial.size * block, np.float64)
+        padded[:n] = x
+        _close(partial, padded.reshape(-1, block).sum(axis=1), 1e-5, 1e-4, f"block_sum<{block}>")
+
+    n = 3000
+    ints = r.integers(-50, 50, n, dtype=np.int32)
+    out = np.zeros_like(ints)
+    tile = 256 * 4
+    m["block_scan_tile"][_cdiv(n, tile), 256](ints, out, n)
+    want = np.concatenate([np.cumsum(ints[s:s + tile]) for s in range(0, n, tile)]).astype(np.int32)
+    np.testing.assert_array_equal(out, want)
+
+
+def run_ns_template(m):
+    r = _rng(5)
+    n = 5000
+    x = r.standard_normal(n, dtype=np.float32)
+    y = r.standard_normal(n, dtype=np.float32)
+    want = 2.5 * x.astype(np.float64) + y
+    m["axpy_float_256"][8, 256](2.5, x, y, n)          # grid-stride: 8 blocks cover 5000
+    _close(y, want, 1e-6, 1e-6, "ops::axpy<float, 256>")
+
+    xd, yd = r.standard_normal(n), r.standard_normal(n)
+    want_d = -0.75 * xd + yd
+    m["ops::axpy<double, 128>"][16, 128](-0.75, xd, yd, n)
+    _close(yd, want_d, 1e-14, 1e-14, "ops::axpy<double, 128>")
+
+    out = np.zeros(777, np.int32)
+    m["fill_int"][_cdiv(out.size, 128), 128](out, -7, out.size)
+    assert np.all(out == -7)
+    m["iota"][_cdiv(out.size, 128), 128](out, 10, out.size)
+    np.testing.assert_array_equal(out, np.arange(10, 10 + out.size, dtype=np.int32))
+
+
+def run_typedef_api(m):
+    r = _rng(6)
+    n, stride = 100, 3
+    x = r.standard_normal(n * stride, dtype=np.float32)
+    y = r.standard_normal(n * stride, dtype=np.float32)
+    want = y.copy()
+    want[::stride] = 2.0 * x[::stride] + y[::stride]
+    m["saxpy_strided"][1, 128](y, x, 2.0, n, stride)
+    _close(y, want, 1e-6, 1e-6, "saxpy_strided")
+
+    src = r.standard_normal(50, dtype=np.float32)
+    idx = r.integers(0, src.size, 200, dtype=np.int64)
+    out = np.zeros(idx.size, np.float32)
+    m["gather"][1, 256](out, src, idx, idx.size)
+    np.testing.assert_array_equal(out, src[idx])
+
+    v = r.standard_normal(1000, dtype=np.float32)
+    v[r.random(v.size) < 0.3] = 0
+    count = np.zeros(1, np.uint64)
+    m["count_nonzero"][_cdiv(v.size, 256), 256](v, count, v.size)
+    assert int(count[0]) == int(np.count_nonzero(v))
+
+
+def run_if_variants(m):
+    x = np.linspace(-10, 25, 1001, dtype=np.float32)
+    y = np.zeros_like(x)
+    m["softplus"][_cdiv(x.size, 256), 256](x, y, x.size)
+    want = np.where(x > 20, x.astype(np.float64), np.logaddexp(0, x.astype(np.float64)))
+    _close(y, want, 1e-4, 1e-5, "softplus (USE_FAST)")
+
+    a = np.arange(300, dtype=np.float32)
+    m["scale_f32"][2, 256](a, 0.5, a.size)
+    _close(a, np.arange(300) * 0.5, 0, 0, "scale_f32")
+    d = np.arange(300, dtype=np.float64)
+    m["scale_f64"][2, 256](d, 3.0, d.size)
+    _close(d, np.arange(300) * 3.0, 0, 0, "scale_f64")
+
+
+def run_overloads(m):
+    f = np.arange(500, dtype=np.float32)
+    m["scale_float_ptr_float_int"][2, 256](f, 2.0, f.size)
+    _close(f, np.arange(500) * 2.0, 0, 0, "scale(float*, float, int)")
+    d = np.arange(500, dtype=np.float64)
+    m["scale_double_ptr_double_int"][2, 256](d, 0.25, d.size)
+    _close(d, np.arange(500) * 0.25, 0, 0, "scale(double*, double, int)")
+
+    x = _rng(7).standard_normal(1024, dtype=np.float32)
+    want = np.maximum(x, 0)
+    y = np.zeros_like(x)
+    m["naive_relu"][4, 256](x, y, x.size)
+    np.testing.assert_array_equal(y, want)
+    y = np.zeros_like(x)
+    m["vec4::relu"][1, 256](x, y, x.size)              # 256 threads x 4 elements
+    np.testing.assert_array_equal(y, want)
+
+
+def run_tensormap(m):
+    from cuda.bindings import driver as drv
+
+    def ok(result):
+        err = result[0] if isinstance(result, tuple) else result
+        assert int(err) == 0, err
+        return result[1] if isinstance(result, tuple) and len(result) == 2 else None
+
+    rows, cols = 40, 72                                # not multiples of the 16 x 32 box
+    src = _rng(8).standard_normal((rows, cols), dtype=np.float32)
+    k = m["tma_scale_tile"]
+    # The tensor map holds a device address, so the source lives in memory of our own, in
+    # the context the module was loaded in (device 0's primary context).
+    m.load()
+    if int(ok(drv.cuCtxGetCurrent())) == 0:
+        ok(drv.cuCtxSetCurrent(ok(drv.cuDevicePrimaryCtxRetain(ok(drv.cuDeviceGet(0))))))
+    ptr = ok(drv.cuMemAlloc(src.nbytes))
+    try:
+        ok(drv.cuMemcpyHtoD(ptr, src.ctypes.data, src.nbytes))
+        T = drv.CUtensorMapDataType, drv.CUtensorMapInterleave, drv.CUtensorMapSwizzle, \
+            drv.CUtensorMapL2promotion, drv.CUtensorMapFloatOOBfill
+        u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+        tmap = ok(drv.cuTensorMapEncodeTiled(
+            T[0].CU_TENSOR_MAP_DATA_TYPE_FLOAT32, u32(2), ptr,
+            [u64(cols), u64(rows)], [u64(cols * 4)],      # innermost dimension first
+            [u32(32), u32(16)], [u32(1), u32(1)],         # box = BN x BM, dense
+            T[1].CU_TENSOR_MAP_INTERLEAVE_NONE, T[2].CU_TENSOR_MAP_SWIZZLE_NONE,
+            T[3].CU_TENSOR_MAP_L2_PROMOTION_NONE, T[4].CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+        raw = ctypes.string_at(tmap.getPtr(), 128)           # the 128-byte CUtensorMap, by value
+        out = np.zeros_like(src)
+        k[(_cdiv(cols, 32), _cdiv(rows, 16)), 128](raw, out, rows, cols, -2.0)
+        np.testing.assert_array_equal(out, -2.0 * src)
+    finally:
+        drv.cuMemFree(ptr)
+
+
+def run_histogram(m):
+    r = _rng(9)
+    data = r.integers(0, 256, 100_003, dtype=np.uint8)
+    data[:5000] = 7                                    # a hot bin: many colliding atomics
+    hist = np.zeros(256, np.uint32)
+    m["histogram_u8"][64, 256](data, data.size, hist)
+    np.testing.assert_array_equal(hist, np.bincount(data, minlength=256))
+
+    words = data[: data.size // 4 * 4].view(np.uint32)  # little-endian: byte k of word = data[4i+k]
+    hist4 = np.zeros(256, np.uint32)
+    m["histogram_u8x4"][32, 256](words, words.size, hist4)
+    np.testing.assert_array_equal(hist4, np.bincount(data[: words.size * 4], minlength=256))
+
+
+def run_transpose(m):
+    height, width = 70, 100
+    a = _rng(10).standard_normal((height, width), dtype=np.float32)
+    grid = (_cdiv(width, 32), _cdiv(height, 32))
+    t = np.zeros((width, height), np.float32)
+    m["transpose_tiled"][grid, (32, 8)](t, a, width, height)
+    np.testing.assert_array_equal(t, a.T)
+    c = np.zeros_like(a)
+    m["copy_tiled"][grid, (32, 8)](c, a, width, height)
+    np.testing.assert_array_equal(c, a)
+
+
+def _stdout(launch) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        launch()
+    return buf.getvalue()
+
+
+def run_printf_assert(m):
+    x = np.arange(256, dtype=np.float32) / 4
+    text = _stdout(lambda: m["print_blocks"][4, 64](x, x.size))
+    lines = sorted(ln for ln in text.splitlines() if ln.startswith("block "))
+    assert lines == [f"block {b} of 4: x[{64 * b}] = {x[64 * b]:.2f}" for b in range(4)], text
+
+    v = np.ones(64, np.float32)
+    v[[1, 5, 9]] = -1                                  # warp 0: 3 negatives; warp 1: 2
+    v[[40, 63]] = -2
+    text = _stdout(lambda: m["print_negatives"][1, 64](v, v.size))
+    assert sorted(ln for ln in text.splitlines() if ln.startswith("warp ")) == \
+        ["warp 0: 3 negative", "warp 1: 2 negative"], text
+
+    # A passing assert: the kernel runs and computes (a failing one would end CUDA in the process).
+    s = np.linspace(0, 100, 1000, dtype=np.float32)
+    y = np.zeros_like(s)
+    m["checked_sqrt"][4, 256](s, y, s.size)
+    _close(y, np.sqrt(s.astype(np.float64)), 2e-6, 1e-6, "checked_sqrt")
+
+
+def run_std_headers(m):
+    r = _rng(11)
+    n = 600
+    x = r.standard_normal(n, dtype=np.float32) * 10
+    x[[3, 100, 300]] = np.nan
+    x[512:] = np.nan                                   # block 2: no numbers at all
+    out = np.zeros(2 * _cdiv(n, 256), np.float32)
+    m["block_minmax"][_cdiv(n, 256), 256](x, n, out)
+    for b in range(_cdiv(n, 256)):
+        part = x[256 * b: 256 * (b + 1)]
+        finite = part[~np.isnan(part)]
+        want = (finite.min(), finite.max()) if finite.size else (np.inf, -np.inf)
+        assert tuple(out[2 * b: 2 * b + 2]) == want, (b, out[2 * b: 2 * b + 2], want)
+
+    big = np.float32(2147483520.0)                     # the largest float below 2**31
+    v = np.array([-3.7, 2.5, 0.0, 1e10, -1e10, np.nan, big, -2147483648.0, np.inf, -np.inf],
+                 np.float32)
+    y = np.zeros(v.size, np.int32)
+    m["saturate_to_int"][1, 32](v, y, v.size)
+    want = np.array([-3, 2, 0, 2**31 - 1, -2**31, 0, 2147483520, -2**31, 2**31 - 1, -2**31],
+                    np.int32)
+    np.testing.assert_array_equal(y, want)
+
+    w = np.array([1.5, np.nan, np.inf, -np.inf, -0.5], np.float32)
+    m["nan_to_num"][1, 32](w, w.size)
+    np.testing.assert_array_equal(
+        w, np.array([1.5, 0, np.finfo(np.float32).max, -np.finfo(np.float32).max, -0.5], np.float32))
+
+    rows, cols = 50, 33
+    a = r.standard_normal((rows, cols), dtype=np.float32)
+    a[r.random(a.shape) < 0.1] = np.nan
+    idx = np.zeros(rows, np.int32)
+    m["row_argmax"][1, 64](a, idx, rows, cols)
+    np.testing.assert_array_equal(idx, np.nanargmax(a, axis=1))
+
+
+# --- the corpus ------------------------------------------------------------------------------
+
+CASES: tuple[Case, ...] = (
+    Case("layernorm_cg.cu", {"layernorm_warp": 8, "layernorm_block": 6},
+         {"layernorm_warp": "layernorm_warp", "layernorm_block": "layernorm_block"},
+         run=run_layernorm),
+    Case("wmma_gemm.cu", {"wmma_gemm": 8}, {"wmma_gemm": "wmma_gemm"},
+         requires="crt", run=run_wmma),
+    Case("curand_init.cu", {"setup_states": 3, "generate_uniform": 4, "normal_xorwow": 3},
+         {"setup_states": "setup_states", "generate_uniform": "generate_uniform",
+          "normal_xorwow": "normal_xorwow"},
+         requires="curand", run=run_curand),
+    Case("cute_copy.cu", {"cute_tile_copy": 4, "cute_tile_transpose": 4},
+         {"cute_tile_copy": "cute_tile_copy", "cute_tile_transpose": "cute_tile_transpose"},
+         requires="cutlass", run=run_cute),
+    Case("cub_block.cu", {"block_sum_128": 3, "block_sum_256": 3, "block_scan_tile": 3},
+         {"block_sum_128": "_Z9block_sumILi128EEvPKfPfi",
+          "block_sum_256": "_Z9block_sumILi256EEvPKfPfi",
+          "block_scan_tile": "block_scan_tile"},
+         aliases={"block_sum<128>": "block_sum_128", "block_sum<256>": "block_sum_256"},
+         run=run_cub),
+    Case("ns_template.cu", {"axpy_float_256": 4, "axpy_double_128": 4, "fill_int": 3, "iota": 3},
+         {"axpy_float_256": "_ZN3ops4axpyIfLi256EEEvT_PKS1_PS1_i",
+          "axpy_double_128": "_ZN3ops4axpyIdLi128EEEvT_PKS1_PS1_i",
+          "fill_int": "_ZN3ops4fillIiEEvPT_S1_i",
+          "iota": "_ZN3ops4util4iotaEPiii"},
+         aliases={"ops::axpy<float, 256>": "axpy_float_256", "ops::axpy<double,128>": "axpy_double_128",
+                  "ops::fill<int>": "fill_int", "ops::util::iota": "iota"},
+         run=run_ns_template),
+    Case("typedef_api.cu", {"saxpy_strided": 5, "gather": 4, "count_nonzero": 3},
+         {"saxpy_strided": "saxpy_strided", "gather": "gather", "count_nonzero": "count_nonzero"},
+         run=run_typedef_api),
+    Case("if_variants.cu", {"softplus": 3, "scale_f32": 3, "scale_f64": 3},
+         {"softplus": "softplus", "scale_f32": "scale_f32", "scale_f64": "scale_f64"},
+         run=run_if_variants),
+    Case("overloads.cu", {"scale_float_ptr_float_int": 3, "scale_double_ptr_double_int": 3,
+                          "naive_relu": 3, "vec4_relu": 3},
+         {"scale_float_ptr_float_int": "_Z5scalePffi",
+          "scale_double_ptr_double_int": "_Z5scalePddi",
+          "naive_relu": "_ZN5naive4reluEPKfPfi", "vec4_relu": "_ZN4vec44reluEPKfPfi"},
+         aliases={"naive::relu": "naive_relu", "vec4::relu": "vec4_relu"},
+         run=run_overloads),
+    Case("tensormap.cu", {"tma_scale_tile": 5}, {"tma_scale_tile": "tma_scale_tile"},
+         structs={"CUtensorMap": 128}, run=run_tensormap),
+    Case("histogram.cu", {"histogram_u8": 3, "histogram_u8x4": 3},
+         {"histogram_u8": "histogram_u8", "histogram_u8x4": "histogram_u8x4"},
+         run=run_histogram),
+    Case("transpose.cu", {"transpose_tiled": 4, "copy_tiled": 4},
+         {"transpose_tiled": "transpose_tiled", "copy_tiled": "copy_tiled"},
+         run=run_transpose),
+    Case("printf_assert.cu", {"print_blocks": 2, "checked_sqrt": 3, "print_negatives": 2},
+         {"print_blocks": "print_blocks", "checked_sqrt": "checked_sqrt",
+          "print_negatives": "print_negatives"},
+         run=run_printf_assert),
+    Case("std_headers.cu", {"block_minmax": 3, "saturate_to_int": 3, "nan_to_num": 2,
+                            "row_argmax": 4},
+         {"block_minmax": "block_minmax", "saturate_to_int": "saturate_to_int",
+          "nan_to_num": "nan_to_num", "row_argmax": "row_argmax"},
+         run=run_std_headers),
+)
+
+# Kernels a file defines but must never be bound (inside #if 0 and the like).
+NOT_BOUND = {"if_variants.cu": ("softplus_old",)}
+
+assert len({c.file for c in CASES}) == len(CASES)
+assert all(set(c.kernels) == set(c.symbols) for c in CASES)
+assert all(re.fullmatch(r"[A-Za-z_]\w*", name) for c in CASES for name in c.kernels)

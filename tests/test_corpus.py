@@ -1,0 +1,119 @@
+"""The kernel corpus (tests/kernels/, expectations in corpus.py), compiled with no GPU.
+
+Each case x compiler: the cell binds exactly the expected kernels, under the expected
+Python names, with the expected parameter counts, each to the expected binary entry, and
+every parameter's size agrees with the binary.  Cases skip only when a pip extra they
+need (nvcc, the CUTLASS, cuRAND or crt headers) is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+
+import pytest
+import yaml
+
+import cuda_magic
+from conftest import ARCH
+from corpus import CASES, KERNELS, NOT_BOUND, include_dir, missing
+
+BUILDS = [pytest.param(case, compiler, id=f"{case.id}-{compiler}")
+          for case in CASES for compiler in case.compilers]
+
+
+def _build(case, compiler):
+    reason = missing(case, compiler)
+    if reason:
+        pytest.skip(reason)
+    extra = {compiler: shlex.join(case.flags)} if case.flags else {}
+    return cuda_magic.build(case.text, cuda_magic.line_config(arch=ARCH, compiler=compiler, **extra),
+                            load=False)
+
+
+@pytest.mark.parametrize("case, compiler", BUILDS)
+def test_binds_exactly_the_expected_kernels(case, compiler):
+    m = _build(case, compiler)
+    names = m.python_names()
+    assert set(names) == set(case.kernels)
+    for name, count in case.kernels.items():
+        k = names[name]
+        assert len(k.params) == count, (name, [str(p) for p in k.params])
+        assert m[name] is k
+        assert k.symbol == case.symbols[name], name
+    for spelling, name in case.aliases.items():
+        assert m[spelling] is names[name], spelling
+    for name in NOT_BOUND.get(case.file, ()):
+        with pytest.raises(KeyError):
+            m[name]
+
+
+@pytest.mark.parametrize("case, compiler", BUILDS)
+def test_parameter_sizes_match_the_binary(case, compiler):
+    from cuda_magic.compile.binary import entries
+    m = _build(case, compiler)
+    names = m.python_names()
+    in_binaries = set()
+    for name, k in names.items():
+        r = m.result_of(name)
+        table = {e.symbol: e for e in entries(r.binary, r.format)}
+        in_binaries |= set(table)
+        e = table[k.symbol]
+        assert len(e.params) == len(k.params), name
+        for p, (offset, size) in zip(k.params, e.params):
+            if p.pointer:
+                want = 8
+            elif p.scalar is not None:            # typedefs, aliases and macros resolved
+                want = p.scalar.size
+            else:
+                assert p.type in case.structs, f"{name}: parameter {p} did not resolve to a scalar"
+                want = case.structs[p.type]
+            assert size == want, f"{name}: parameter {p} is {size} bytes in the binary, {want} parsed"
+    # Every kernel entry in the binaries is bound, and nothing else.
+    assert {k.symbol for k in names.values()} == in_binaries == set(case.symbols.values())
+
+
+# --- the corpus itself, with the real nvcc (runs before the binding layer does) -------------
+
+def _header(text: str) -> dict:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("//|"):
+            break
+        lines.append(line[3:])
+    return yaml.safe_load("\n".join(lines)) or {}
+
+
+def _entry_symbols(cubin: str) -> set[str]:
+    from cuda.pathfinder import find_nvidia_binary_utility
+    tool = find_nvidia_binary_utility("cuobjdump") or "cuobjdump"
+    out = subprocess.run([tool, "-symbols", cubin], capture_output=True, text=True, check=True).stdout
+    return {f[-1] for f in (line.split() for line in out.splitlines()) if "ENTRY" in f}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if "nvcc" in c.compilers])
+def test_nvcc_emits_exactly_the_expected_entries(case):
+    reason = missing(case, "nvcc")
+    if reason:
+        pytest.skip(reason)
+    from cuda_magic.compile.backends.nvcc import find_nvcc
+    flags = list(_header(case.text).get("nvcc", ["--use_fast_math"])) + list(case.flags)
+    if case.requires == "cutlass":
+        flags.append(f"-I{include_dir('cutlass')}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "out.cubin")
+        argv = [find_nvcc(), f"-arch={ARCH}", "--cubin", "-std=c++17", *flags, "-o", cubin,
+                str(KERNELS / case.file)]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-3000:]}"
+        assert _entry_symbols(cubin) == set(case.symbols.values())
+
+
+def test_every_file_is_a_case():
+    files = sorted(p.name for p in KERNELS.glob("*.cu"))
+    assert files == sorted(c.file for c in CASES)
+    for case in CASES:
+        n = len(case.text.splitlines())
+        assert 20 <= n <= 80, f"{case.file}: {n} lines"

@@ -235,8 +235,7 @@ class Comparison:
         return self.modules[name].result_of(kernel)
 
     def symbol(self, name: str, kernel: str) -> str:
-        m = self.modules[name]
-        return m.result_of(kernel).symbol(kernel) or kernel
+        return self.modules[name][kernel].symbol or kernel
 
     def instructions(self, name: str, kernel: str) -> list[str]:
         """``kernel``'s SASS in variant ``name``, as comparable lines (see :func:`diff.instructions`);

@@ -59,8 +59,10 @@ def test_nvcc_argv_is_exact():
     r = compile_source(SAXPY, cfg(compiler="nvcc", target_format="cubin",
                                   nvcc=["--use_fast_math", "-lineinfo"], ptxas=["-v", "-O3"]))
     assert os.path.basename(r.argv[0]) == "nvcc"
+    from cuda_magic.compile.headers import cutlass_dir
+    cutlass = [f"-I{cutlass_dir()}"] if cutlass_dir() else []     # the nvidia-cutlass wheel
     assert list(r.argv[1:-2]) == ["-arch=sm_90a", "--cubin", "--use_fast_math", "-lineinfo",
-                                  "--ptxas-options=-v,-O3", "-I.", "-o"]
+                                  "--ptxas-options=-v,-O3", "-I.", *cutlass, "-o"]
     out, src = r.argv[-2:]
     assert os.path.basename(out) == "out.cubin" and os.path.basename(src) == "cell.cu"
     assert os.path.dirname(out) == os.path.dirname(src) and not os.path.exists(src)

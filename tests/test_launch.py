@@ -285,3 +285,58 @@ def test_the_view_shows_the_driver_figures_once_loaded(shell):
     assert f">{attrs['max_threads_per_block']}<" in resources and f">{attrs['binary_version']}<" in resources
     text = shell.display_formatter.format(m)[0]["text/plain"]
     assert "max threads" in text and "not loaded" not in text
+
+
+ASSERT_SCENARIO = r'''
+import sys
+import numpy as np, pytest
+from IPython.core.interactiveshell import InteractiveShell
+from cuda_magic.runtime import CudaError, isolate
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "cuda_magic")
+isolate(sys.argv[2] == "helper")
+shell.run_cell_magic("cuda", f"--compiler {sys.argv[1]}", """#include <cstdio>
+#include <cassert>
+extern "C" __global__ void checked(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    assert(x[i] >= 0.0f);
+    if (i == 0) printf("checked %d values\\n", n);
+    y[i] = sqrtf(x[i]);
+}
+""")
+checked = shell.user_ns["checked"]
+x = np.arange(8, dtype=np.float32); y = np.zeros_like(x)
+checked[1, 8](x, y, 8)
+assert np.allclose(y, np.sqrt(x))
+x[5] = -1
+with pytest.raises(CudaError) as info:
+    checked[1, 8](x, y, 8)
+print("error:", str(info.value).replace("\n", " | "))
+x[5] = 4
+checked[1, 8](x, y, 8)                   # the helper process takes over
+assert y[5] == 2
+print("after: ok")
+'''
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("where", ["here", "helper"])
+def test_printf_and_a_failing_device_assert(tmp_path, compiler, where):
+    """<cstdio>/<cassert> under both compilers; a failed assert names its condition and cell line."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "assert.py"
+    script.write_text(ASSERT_SCENARIO)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, str(script), compiler, where], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "checked 8 values", lines
+    error = next(line for line in lines if line.startswith("error: "))
+    assert "CUDA_ERROR_ASSERT" in error
+    assert "device assert failed at cell line 6: `x[i] >= 0.0f` in " in error, error
+    assert "thread (5,0,0)" in error and "6 |     assert(x[i] >= 0.0f);" in error
+    assert lines[-1] == "after: ok"

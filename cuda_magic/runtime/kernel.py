@@ -325,32 +325,36 @@ def assert_message(printed: str, source: str) -> str | None:
 
 
 def _captured(run, source: str = "") -> None:
-    """Run ``run`` with file descriptor 1 redirected, then write what the GPU printed to sys.stdout;
-    a failed device ``assert`` becomes part of the CudaError (its condition and cell line)."""
+    """Run ``run`` with file descriptors 1 and 2 redirected, then write what the GPU printed to
+    sys.stdout (device printf) and sys.stderr (the driver's assert messages); a failed device
+    ``assert`` becomes part of the CudaError (its condition and cell line)."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None)
-    sys.stdout.flush()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
     _libc.fflush(None)
-    saved = os.dup(1)
-    failed = None
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 1)
+    saved = [os.dup(1), os.dup(2)]
+    failed, texts = None, []
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
         try:
             run()
         except CudaError as exc:
             failed = exc
         finally:
             _libc.fflush(None)  # the driver writes device printf through C stdio
-            os.dup2(saved, 1)
-            os.close(saved)
-            tmp.seek(0)
-            text = tmp.read().decode(errors="replace")
-            if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
+            for fd, old, tmp, stream in ((1, saved[0], out, sys.stdout), (2, saved[1], err, sys.stderr)):
+                os.dup2(old, fd)
+                os.close(old)
+                tmp.seek(0)
+                texts.append(tmp.read().decode(errors="replace"))
+                if texts[-1]:
+                    stream.write(texts[-1])
+                    stream.flush()
     if failed is not None:
-        note = assert_message(text, source) if failed.name == "CUDA_ERROR_ASSERT" else None
+        note = assert_message("\n".join(texts), source) if failed.name == "CUDA_ERROR_ASSERT" else None
         if note:
             raise CudaError(f"{failed}\n{note}", failed.name, failed.code) from None
         raise failed

@@ -117,3 +117,18 @@ def test_every_file_is_a_case():
     for case in CASES:
         n = len(case.text.splitlines())
         assert 20 <= n <= 80, f"{case.file}: {n} lines"
+
+
+def test_cute_under_nvrtc_says_why_it_fails_and_what_to_do():
+    """nvidia-cutlass 4.2 (the newest wheel) and CCCL 3 clash under NVRTC (std::tuple_size): the
+    error must say so and point at nvcc, which builds the same cell (the cute_copy case)."""
+    (case,) = [c for c in CASES if c.file == "cute_copy.cu"]
+    if include_dir("cutlass") is None:
+        pytest.skip("the nvidia-cutlass wheel is not installed (pip install -e '.[cutlass]')")
+    try:
+        m = cuda_magic.build(case.text, cuda_magic.line_config(arch=ARCH), load=False, force=True)
+    except cuda_magic.CompileError as exc:
+        assert "CuTe under NVRTC" in str(exc) and "--compiler nvcc" in str(exc)
+        assert "-default-device" in exc.argv        # the cell's own //| header asks for it
+    else:       # a CUTLASS that fixed the clash: then the case should list nvrtc again
+        assert set(m.python_names()) == set(case.kernels)

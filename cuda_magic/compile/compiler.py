@@ -223,6 +223,24 @@ def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, 
         pch=out.pch)
 
 
+# Failures with a known cause outside the cell: (compiler, every pattern in the log, note).
+_KNOWN = (
+    ("nvrtc", ("cutlass/", "host functions are not allowed in JIT mode"),
+     "CUTLASS/CuTe under NVRTC: add -default-device to the nvrtc flags (CUTLASS's constexpr "
+     "helpers carry no __device__)."),
+    ("nvrtc", ("cute/", "is incompatible with template parameter"),
+     "CuTe under NVRTC: the nvidia-cutlass wheel (4.2) declares std::tuple_size differently from "
+     "CCCL 3 (CUDA 13), so CuTe does not compile under NVRTC with these headers. Compile the cell "
+     "with --compiler nvcc, or put a newer CUTLASS first with -I (and add -default-device)."),
+)
+
+
+def _known(exc: CompileError, backend) -> None:
+    for compiler, patterns, note in _KNOWN:
+        if backend.name == compiler and all(p in exc.log for p in patterns):
+            exc.note(note)
+
+
 def _not_found(exc: CompileError, backend, flags: Sequence[str], inputs: _headers.Inputs) -> None:
     """Say where a missing include was looked for, in order, and the likely fix."""
     from .stdheaders import missing_hint
@@ -288,6 +306,7 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
                               name_expressions=names, **extra)
     except CompileError as exc:
         _not_found(exc, backend, flags, inputs)
+        _known(exc, backend)
         raise
     elapsed = time.perf_counter() - start
     result = _result(source, resolved, out, backend.name, version, elapsed, False, key, names,

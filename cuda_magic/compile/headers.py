@@ -140,6 +140,7 @@ def toolkit_identity() -> str:
 
 # -- scanning -----------------------------------------------------------------------------------
 
+_INT_TYPES = "cuda/std/cstdint"
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*(?:([<"])([^>"\n]+)[>"]'
                       r'|([A-Za-z_]\w*))', re.M)
 _HAS = re.compile(r'__has_include(?:_next)?\s*\(\s*([<"])([^>"\n]+)[>"]\s*\)')
@@ -295,6 +296,11 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
         if got:
             visit(got[1], os.path.dirname(path), os.path.basename(path))
     visit(source, cwd, "cell")
+    if supplied and _INT_TYPES in std and _INT_TYPES not in memory:
+        # libcu++'s <cstdint> under NVRTC makes int64_t 'long long'; ours (glibc's 'long', as
+        # with nvcc) replaces it so that CUB & co. agree with the cell whatever the include order.
+        memory[_INT_TYPES] = std[_INT_TYPES]
+        supplied.append(_INT_TYPES)
     present = tuple(sorted((p, s) for p, s in files.items() if s != "absent"))
     h = hashlib.sha256()
     for name in sorted(memory):

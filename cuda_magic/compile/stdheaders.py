@@ -1,0 +1,586 @@
+"""C and C++ standard headers for device code under NVRTC, supplied in memory.
+
+NVRTC has no standard library on its include path: ``#include <cstdio>`` stops
+with "catastrophic error: cannot open source file".  :data:`HEADERS` maps
+include names to header text that is handed to NVRTC as in-memory headers
+(``nvrtcCreateProgram``'s ``headers``); nothing is written to disk and nothing
+comes from glibc.  nvcc keeps the real toolkit and glibc headers.
+
+The headers are built on two things NVRTC already has:
+
+- its builtins: ``printf``, ``malloc``/``free``, ``memcpy``/``memset``,
+  ``__assertfail`` (what nvcc's device ``assert`` calls), the CUDA math
+  functions in the global namespace (``sqrtf``, ``sqrt(float)``, ``isnan``...),
+  ``size_t``/``ptrdiff_t``/``NULL``, placement new, ``std::initializer_list``,
+  ``std::move``/``std::forward`` and ``std::align_val_t``;
+- libcu++ (``<cuda/std/...>`` from the CCCL headers) for the rest.
+
+Meaning is that of nvcc with g++ on x86-64 Linux (glibc, ``_GNU_SOURCE``); the
+tests compile the same source with both compilers to pin it:
+
+- ``int64_t`` is ``long`` (glibc), not ``long long`` as libcu++ has it under
+  NVRTC.  ``cuda/std/cstdint`` is supplied too, replacing libcu++'s (same
+  guard, same names, glibc's types), so CUB, CUTLASS and the cell agree
+  whatever the include order -- when :data:`HEADERS` is passed whole.  Each
+  header built on libcu++ also starts with that replacement, so a cell that
+  includes one of them before any other libcu++ header gets glibc's types even
+  if only the headers it names are passed (if CUB comes first, it is libcu++'s
+  ``long long`` throughout: consistent, but not nvcc's).
+- Limit macros have glibc's values *and* types (``LONG_MAX`` is a ``long``).
+- ``std::`` names are per-name using-declarations, never ``using namespace``:
+  C library names come from the global functions (``std::sqrt`` *is*
+  ``::sqrt``, as in libstdc++), the rest from ``cuda::std`` (``std::min`` is
+  ``cuda::std::min``).  So ``using namespace std; sqrt(x)`` is not ambiguous.
+  ``std::tuple_size``/``std::tuple_element`` (libcu++'s own ``std`` templates)
+  and ``std::numeric_limits`` (derived from ``cuda::std``'s) are real ``std``
+  templates, so code can specialise them; the other ``std`` templates are
+  ``cuda::std``'s and cannot be specialised as ``std::`` ones.
+- ``assert`` calls ``__assertfail`` like nvcc's device assert (expression,
+  file, line, function) and follows ``NDEBUG`` at each inclusion, which is why
+  the ``assert`` macro sits after ``<cassert>``'s include guard.
+- ``NULL`` is ``0L`` (g++'s ``__null`` is a ``long``; NVRTC's own is ``0``),
+  ``offsetof`` is ``__builtin_offsetof`` (a constant expression; libcu++'s is
+  not) and ``max_align_t`` has g++'s 32-byte layout.
+- No ``long double`` limits (``LDBL_*``): device code has no ``long double``.
+- Macro-only headers (``<cstdint>``, ``<climits>``, ``<cfloat>``,
+  ``<cinttypes>``, ``<cstdio>``, ``<cassert>``, ``<ctime>``, ``<cuda.h>``) also
+  work below C++17; the rest need C++17, as libcu++ 3 does.
+
+Every header is self-contained (no header here includes another one here), so
+any subset of :data:`HEADERS` can be passed.  ``<stdint.h>`` and ``<cstdint>``
+(and the other C/C++ pairs) share one text and one guard, and both put the
+names in the global namespace and in ``std``.
+
+:func:`missing_hint` says how to get an ``#include`` NVRTC could not find.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+__all__ = ["HEADERS", "missing_hint"]
+
+_STD = "::cuda::std::"
+
+
+def _w(text: str) -> list[str]:
+    return text.split()
+
+
+def _guard(name: str) -> str:
+    return "_CUDA_MAGIC_" + "".join(c if c.isalnum() else "_" for c in name.upper()) + "_"
+
+
+def _guarded(guard: str, body: str) -> str:
+    return f"#ifndef {guard}\n#define {guard}\n{body.strip()}\n#endif // {guard}\n"
+
+
+def _using(names: Iterable[str], src: str = "::", into: str | None = "std") -> str:
+    """``using <src>name;`` for each name, inside ``namespace <into>`` (None: global)."""
+    lines = "\n".join(f"using {src}{n};" for n in names)
+    return f"namespace {into} {{\n{lines}\n}}\n" if into else lines + "\n"
+
+
+def _defines(table: str) -> str:
+    """``#undef``/``#define`` for each ``NAME value`` line (the value may hold spaces)."""
+    out = []
+    for line in table.strip().splitlines():
+        name, value = line.split(None, 1)
+        out.append(f"#undef {name.split('(')[0]}\n#define {name} {value}")
+    return "\n".join(out) + "\n"
+
+
+# --- <cstdint>: glibc's x86-64 types and macros ---------------------------------
+
+_INT_TYPES = [line.split(None, 1) for line in """
+int8_t signed char
+int16_t short
+int32_t int
+int64_t long
+uint8_t unsigned char
+uint16_t unsigned short
+uint32_t unsigned int
+uint64_t unsigned long
+int_least8_t signed char
+int_least16_t short
+int_least32_t int
+int_least64_t long
+uint_least8_t unsigned char
+uint_least16_t unsigned short
+uint_least32_t unsigned int
+uint_least64_t unsigned long
+int_fast8_t signed char
+int_fast16_t long
+int_fast32_t long
+int_fast64_t long
+uint_fast8_t unsigned char
+uint_fast16_t unsigned long
+uint_fast32_t unsigned long
+uint_fast64_t unsigned long
+intptr_t long
+uintptr_t unsigned long
+intmax_t long
+uintmax_t unsigned long
+""".strip().splitlines()]
+_INT_NAMES = [n for n, _ in _INT_TYPES]
+
+
+def _int_limits() -> str:
+    lmin, lmax, ulmax = "(-9223372036854775807L-1)", "(9223372036854775807L)", "(18446744073709551615UL)"
+    mins = {8: "(-128)", 16: "(-32767-1)", 32: "(-2147483647-1)", 64: lmin}
+    maxs = {8: "(127)", 16: "(32767)", 32: "(2147483647)", 64: lmax}
+    umaxs = {8: "(255)", 16: "(65535)", 32: "(4294967295U)", 64: ulmax}
+    rows = []
+    for kind in ("", "LEAST", "FAST"):
+        for bits in (8, 16, 32, 64):
+            wide = 64 if kind == "FAST" and bits > 8 else bits  # glibc: fast16/32 are long
+            tag = f"_{kind}" if kind else ""
+            rows += [f"INT{tag}{bits}_MIN {mins[wide]}", f"INT{tag}{bits}_MAX {maxs[wide]}",
+                     f"UINT{tag}{bits}_MAX {umaxs[wide]}"]
+    rows += [f"INTPTR_MIN {lmin}", f"INTPTR_MAX {lmax}", f"UINTPTR_MAX {ulmax}",
+             f"INTMAX_MIN {lmin}", f"INTMAX_MAX {lmax}", f"UINTMAX_MAX {ulmax}",
+             f"PTRDIFF_MIN {lmin}", f"PTRDIFF_MAX {lmax}", f"SIZE_MAX {ulmax}",
+             "SIG_ATOMIC_MIN (-2147483647-1)", "SIG_ATOMIC_MAX (2147483647)",
+             "WCHAR_MIN (-0x7fffffff - 1)", "WCHAR_MAX 0x7fffffff",
+             "WINT_MIN (0u)", "WINT_MAX (4294967295u)",
+             "INT8_C(c) c", "INT16_C(c) c", "INT32_C(c) c", "INT64_C(c) c ## L",
+             "UINT8_C(c) c", "UINT16_C(c) c", "UINT32_C(c) c ## U", "UINT64_C(c) c ## UL",
+             "INTMAX_C(c) c ## L", "UINTMAX_C(c) c ## UL"]
+    return _defines("\n".join(rows))
+
+
+# libcu++'s <cuda/std/cstdint> declares the global int types itself (as long long
+# under NVRTC); this replaces it: the same guard and names, glibc's types.
+# Below C++17 (which libcu++ 3 needs) it declares the global names only.
+_CUDA_STD_CSTDINT_BODY = (
+    "#ifndef _CUDA_STD_CSTDINT\n#define _CUDA_STD_CSTDINT\n#if __cplusplus >= 201703L\n"
+    "#include <cuda/std/detail/__config>\n#include <cuda/std/version>\n#include <cuda/std/climits>\n"
+    "#endif\n"
+    + "".join(f"typedef {t} {n};\n" for n, t in _INT_TYPES)
+    + _int_limits()
+    + "#if __cplusplus >= 201703L\nnamespace cuda { namespace std {\n" + _using(_INT_NAMES, into=None)
+    + "#if defined(_CCCL_HAS_INT128)\n#if _CCCL_HAS_INT128()\n#define _CUDA_MAGIC_INTMAX128_\n#endif\n#endif\n"
+      "#ifdef _CUDA_MAGIC_INTMAX128_\n"
+      "using __cccl_intmax_t = __int128_t;\nusing __cccl_uintmax_t = __uint128_t;\n#else\n"
+      "using __cccl_intmax_t = long long;\nusing __cccl_uintmax_t = unsigned long long;\n#endif\n"
+      "} }\n#endif\n#endif // _CUDA_STD_CSTDINT\n")
+_LIBCU = _CUDA_STD_CSTDINT_BODY  # starts each header built on libcu++
+_NULL = _defines("NULL 0L")  # g++'s __null is a long; NVRTC's own NULL is an int 0
+# What every libstdc++ header declares (bits/c++config.h); starts every header here.
+_BASICS = _guarded("_CUDA_MAGIC_STD_BASICS_", """
+namespace std {
+typedef ::size_t size_t;
+typedef ::ptrdiff_t ptrdiff_t;
+typedef decltype(nullptr) nullptr_t;
+}
+""")
+
+# (built on, body, tail after the guard), by C++ name
+_SPECS: dict[str, tuple[str, str, str]] = {}
+
+
+def _block(name: str) -> str:
+    """Header ``name``'s guarded body, to embed in another header."""
+    return _guarded(_guard(name), _BASICS + _SPECS[name][1])
+
+
+_SPECS["cstdint"] = ("libcu++ <cuda/std/cstdint> (glibc's types)",
+                     _LIBCU + _using(_INT_NAMES), "")
+
+# glibc's <inttypes.h> printf macros for x86-64 (64-bit and fast16/32/64 are long)
+_PRI = "\n".join(
+    f"PRI{c}{kind}{bits} \"{'l' if bits == 64 or (kind == 'FAST' and bits > 8) else ''}{c}\""
+    for c in "diouxX" for kind in ("", "LEAST", "FAST") for bits in (8, 16, 32, 64)
+) + "\n" + "\n".join(f"PRI{c}{k} \"l{c}\"" for c in "diouxX" for k in ("MAX", "PTR"))
+_SPECS["cinttypes"] = ("<cstdint> (glibc's printf format macros)",
+                       _block("cstdint") + _defines(_PRI), "")
+
+# --- <cstddef>, <climits>, <cfloat> ---------------------------------------------
+
+_SPECS["cstddef"] = ("NVRTC's size_t/ptrdiff_t/NULL and libcu++ <cuda/std/cstddef>", _LIBCU + """
+#include <cuda/std/cstddef>
+""" + _NULL + """#undef offsetof
+#define offsetof(TYPE, MEMBER) __builtin_offsetof(TYPE, MEMBER)
+typedef decltype(nullptr) nullptr_t;
+typedef struct {  // g++'s layout (libcu++'s is a plain long double: 16 bytes, not 32)
+  alignas(alignof(long long)) long long __max_align_ll;
+  alignas(alignof(long double)) long double __max_align_ld;
+} max_align_t;
+""" + _using(["max_align_t"]) + _using(["byte", "to_integer"], _STD), "")
+
+# <climits> and <cfloat> are macros only; libcu++'s are included first (C++17 and up,
+# as libcu++ 3 needs) so that they cannot redefine these later.
+_SPECS["climits"] = ("glibc's values and types (over libcu++ <cuda/std/climits>)",
+                     "#if __cplusplus >= 201703L\n#include <cuda/std/climits>\n#endif\n" + _defines("""
+CHAR_BIT 8
+MB_LEN_MAX 16
+SCHAR_MIN (-SCHAR_MAX - 1)
+SCHAR_MAX 0x7f
+UCHAR_MAX (SCHAR_MAX * 2 + 1)
+CHAR_MIN SCHAR_MIN
+CHAR_MAX SCHAR_MAX
+SHRT_MIN (-SHRT_MAX - 1)
+SHRT_MAX 0x7fff
+USHRT_MAX (SHRT_MAX * 2 + 1)
+INT_MIN (-INT_MAX - 1)
+INT_MAX 0x7fffffff
+UINT_MAX (INT_MAX * 2U + 1U)
+LONG_MIN (-LONG_MAX - 1L)
+LONG_MAX 0x7fffffffffffffffL
+ULONG_MAX (LONG_MAX * 2UL + 1UL)
+LLONG_MIN (-LLONG_MAX - 1LL)
+LLONG_MAX 0x7fffffffffffffffLL
+ULLONG_MAX (LLONG_MAX * 2ULL + 1ULL)
+LONG_LONG_MIN (-LONG_LONG_MAX - 1LL)
+LONG_LONG_MAX 0x7fffffffffffffffLL
+ULONG_LONG_MAX (LONG_LONG_MAX * 2ULL + 1ULL)
+SSIZE_MAX LONG_MAX
+CHAR_WIDTH 8
+SCHAR_WIDTH 8
+UCHAR_WIDTH 8
+SHRT_WIDTH 16
+USHRT_WIDTH 16
+INT_WIDTH 32
+UINT_WIDTH 32
+LONG_WIDTH 64
+ULONG_WIDTH 64
+LLONG_WIDTH 64
+ULLONG_WIDTH 64
+"""), "")
+
+_SPECS["cfloat"] = ("g++'s x86-64 values (over libcu++ <cuda/std/cfloat>)",
+                    "#if __cplusplus >= 201703L\n#include <cuda/std/cfloat>\n#endif\n" + _defines("""
+FLT_RADIX 2
+FLT_MANT_DIG 24
+DBL_MANT_DIG 53
+FLT_DIG 6
+DBL_DIG 15
+FLT_MIN_EXP (-125)
+DBL_MIN_EXP (-1021)
+FLT_MIN_10_EXP (-37)
+DBL_MIN_10_EXP (-307)
+FLT_MAX_EXP 128
+DBL_MAX_EXP 1024
+FLT_MAX_10_EXP 38
+DBL_MAX_10_EXP 308
+FLT_MAX 3.40282346638528859811704183484516925e+38F
+DBL_MAX 1.79769313486231570814527423731704357e+308
+FLT_EPSILON 1.19209289550781250000000000000000000e-7F
+DBL_EPSILON 2.22044604925031308084726333618164062e-16
+FLT_MIN 1.17549435082228750796873653722224568e-38F
+DBL_MIN 2.22507385850720138309023271733240406e-308
+FLT_ROUNDS 1
+FLT_EVAL_METHOD 0
+DECIMAL_DIG 21
+""") + "#if __cplusplus >= 201703L\n" + _defines("""
+FLT_DECIMAL_DIG 9
+DBL_DECIMAL_DIG 17
+FLT_TRUE_MIN 1.40129846432481707092372958328991613e-45F
+DBL_TRUE_MIN 4.94065645841246544176568792868221372e-324
+FLT_HAS_SUBNORM 1
+DBL_HAS_SUBNORM 1
+""") + "#endif\n", "")
+
+# --- <cmath> ----------------------------------------------------------------------
+
+# C math names NVRTC declares in the global namespace (the CUDA math API); std::X
+# is ::X for these, as libstdc++'s <cmath> has ``using ::X``.
+_MATH_GLOBAL = _w("""
+abs acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2
+expm1 fabs fdim floor fma fmax fmin fmod frexp hypot ilogb ldexp lgamma llrint llround log
+log10 log1p log2 logb lrint lround modf nan nearbyint nextafter pow remainder remquo rint
+round scalbln scalbn sin sinh sqrt tan tanh tgamma trunc isfinite isinf isnan signbit
+acosf asinf atanf atan2f cosf sinf tanf coshf sinhf tanhf expf exp2f expm1f logf log10f
+log1pf log2f logbf powf sqrtf cbrtf hypotf erff erfcf lgammaf tgammaf ceilf floorf fmodf
+truncf roundf lroundf llroundf rintf lrintf llrintf nearbyintf remainderf remquof copysignf
+nanf nextafterf fdimf fmaxf fminf fmaf fabsf frexpf ldexpf modff scalbnf scalblnf ilogbf
+acoshf asinhf atanhf
+""")
+# ... and the ones it lacks, from libcu++ (glibc's <math.h> has them globally too)
+_MATH_CUDA_STD = _w("fpclassify isnormal isgreater isgreaterequal isless islessequal "
+                    "islessgreater isunordered")
+
+# glibc's M_* constants (with _GNU_SOURCE, also as float "f" and long double "l")
+_M = [("E", "2.718281828459045235360287471352662498"),
+      ("LOG2E", "1.442695040888963407359924681001892137"),
+      ("LOG10E", "0.434294481903251827651128918916605082"),
+      ("LN2", "0.693147180559945309417232121458176568"),
+      ("LN10", "2.302585092994045684017991454684364208"),
+      ("PI", "3.141592653589793238462643383279502884"),
+      ("PI_2", "1.570796326794896619231321691639751442"),
+      ("PI_4", "0.785398163397448309615660845819875721"),
+      ("1_PI", "0.318309886183790671537767526745028724"),
+      ("2_PI", "0.636619772367581343075535053490057448"),
+      ("2_SQRTPI", "1.128379167095512573896158903121545172"),
+      ("SQRT2", "1.414213562373095048801688724209698079"),
+      ("SQRT1_2", "0.707106781186547524400844362104849039")]
+
+_SPECS["cmath"] = ("NVRTC's CUDA math functions and libcu++ <cuda/std/cmath>", _LIBCU
+                   + "#include <cuda/std/cmath>\n" + _defines("""
+HUGE_VALF (::cuda::std::numeric_limits<float>::infinity())
+HUGE_VAL (::cuda::std::numeric_limits<double>::infinity())
+HUGE_VALL ((long double)HUGE_VAL)
+INFINITY (::cuda::std::numeric_limits<float>::infinity())
+NAN (::cuda::std::numeric_limits<float>::quiet_NaN())
+FP_ILOGB0 (-2147483647 - 1)
+FP_ILOGBNAN (-2147483647 - 1)
+MATH_ERRNO 1
+MATH_ERREXCEPT 2
+math_errhandling (MATH_ERRNO | MATH_ERREXCEPT)
+""")
+                   + _defines("\n".join(f"M_{n} {v}" for n, v in _M))
+                   + _defines("\n".join(f"M_{n}f {v}f" for n, v in _M))
+                   + _defines("\n".join(f"M_{n}l {v}L" for n, v in _M))
+                   + "typedef float float_t;\ntypedef double double_t;\n"
+                   + _using(_MATH_CUDA_STD, _STD, into=None)
+                   + _using(_MATH_GLOBAL + _MATH_CUDA_STD + ["float_t", "double_t"])
+                   + "#if __cplusplus >= 202002L\n" + _using(["lerp"], _STD) + "#endif\n", "")
+
+# --- <cstdlib>, <cstring>, <cstdio>, <cassert> ----------------------------------
+
+_CSTDLIB_CUDA_STD = _w("div ldiv lldiv div_t ldiv_t lldiv_t calloc aligned_alloc")
+_SPECS["cstdlib"] = ("NVRTC's malloc/free/abs and libcu++ <cuda/std/cstdlib>", _LIBCU
+                     + "#include <cuda/std/cstdlib>\n" + _NULL
+                     + _defines("EXIT_SUCCESS 0\nEXIT_FAILURE 1\nRAND_MAX 2147483647")
+                     + _using(_CSTDLIB_CUDA_STD, _STD, into=None)
+                     + _using(_w("malloc free abs labs llabs") + _CSTDLIB_CUDA_STD), "")
+
+_CSTRING_CUDA_STD = _w("memmove memcmp memchr strlen strcpy strncpy strcmp strncmp strchr strrchr")
+_SPECS["cstring"] = ("NVRTC's memcpy/memset and libcu++ <cuda/std/cstring>", _LIBCU
+                     + "#include <cuda/std/cstring>\n" + _NULL
+                     + _using(_CSTRING_CUDA_STD, _STD, into=None)
+                     + _using(_w("memcpy memset") + _CSTRING_CUDA_STD), "")
+
+_SPECS["cstdio"] = ("NVRTC's device printf",
+                    _NULL + "#ifndef EOF\n#define EOF (-1)\n#endif\n" + _using(["printf"]), "")
+
+# clock() is an NVRTC builtin returning clock_t (long, as glibc's); libcu++'s <cuda/std/ctime>
+# is not used: its time_t is long long, glibc's is long.
+_SPECS["ctime"] = ("NVRTC's device clock()", _NULL + _defines("CLOCKS_PER_SEC ((clock_t) 1000000)")
+                   + _using(_w("clock_t clock")), "")
+
+# After the guard: assert follows NDEBUG at each inclusion, as the standard says.
+_SPECS["cassert"] = ("NVRTC's __assertfail (what nvcc's device assert calls)",
+                     "// __assertfail(expr, file, line, function, sizeof(char)) is an NVRTC builtin.", """
+#undef assert
+#ifdef NDEBUG
+#define assert(expr) (static_cast<void>(0))
+#else
+#define assert(expr) (static_cast<bool>(expr) ? void(0) : \\
+    __assertfail(#expr, __FILE__, __LINE__, __PRETTY_FUNCTION__, sizeof(char)))
+#endif
+""")
+
+# --- C++ headers: std::X is cuda::std::X ---------------------------------------------
+
+_TT = _w("""
+integral_constant bool_constant true_type false_type is_void is_null_pointer is_integral
+is_floating_point is_array is_enum is_union is_class is_function is_pointer
+is_lvalue_reference is_rvalue_reference is_member_object_pointer is_member_function_pointer
+is_fundamental is_arithmetic is_scalar is_object is_compound is_reference is_member_pointer
+is_const is_volatile is_trivial is_trivially_copyable is_standard_layout is_pod is_empty
+is_polymorphic is_abstract is_final is_aggregate is_signed is_unsigned is_bounded_array
+is_unbounded_array is_scoped_enum has_unique_object_representations is_constructible
+is_trivially_constructible is_nothrow_constructible is_default_constructible
+is_trivially_default_constructible is_nothrow_default_constructible is_copy_constructible
+is_trivially_copy_constructible is_nothrow_copy_constructible is_move_constructible
+is_trivially_move_constructible is_nothrow_move_constructible is_assignable
+is_trivially_assignable is_nothrow_assignable is_copy_assignable is_trivially_copy_assignable
+is_nothrow_copy_assignable is_move_assignable is_trivially_move_assignable
+is_nothrow_move_assignable is_destructible is_trivially_destructible is_nothrow_destructible
+has_virtual_destructor is_swappable_with is_swappable is_nothrow_swappable_with
+is_nothrow_swappable alignment_of rank extent is_same is_base_of is_convertible
+is_nothrow_convertible is_invocable is_invocable_r is_nothrow_invocable
+is_nothrow_invocable_r remove_cv remove_const remove_volatile add_cv add_const add_volatile
+remove_reference add_lvalue_reference add_rvalue_reference make_signed make_unsigned
+remove_extent remove_all_extents remove_pointer add_pointer aligned_storage aligned_union
+decay remove_cvref enable_if conditional common_type common_reference
+basic_common_reference underlying_type invoke_result void_t type_identity conjunction
+disjunction negation is_constant_evaluated reference_constructs_from_temporary
+reference_converts_from_temporary
+""")
+_TT_T = _w("""
+remove_cv remove_const remove_volatile add_cv add_const add_volatile remove_reference
+add_lvalue_reference add_rvalue_reference make_signed make_unsigned remove_extent
+remove_all_extents remove_pointer add_pointer aligned_storage aligned_union decay
+remove_cvref enable_if conditional common_type common_reference underlying_type
+invoke_result type_identity
+""")
+_TT_V = [n for n in _TT if n.startswith(("is_", "has_", "reference_")) and n != "is_constant_evaluated"]
+_TT_V += _w("alignment_of rank extent conjunction disjunction negation")
+
+# libcu++ declares std::tuple_size and std::tuple_element itself (its own templates
+# in std, specialised for its types, for structured bindings); the _v/_t go with them.
+_TUPLE_PROTOCOL = _guarded("_CUDA_MAGIC_TUPLE_PROTOCOL_", """
+namespace std {
+template <class _Tp> inline constexpr ::size_t tuple_size_v = tuple_size<_Tp>::value;
+template <::size_t _Ip, class _Tp> using tuple_element_t = typename tuple_element<_Ip, _Tp>::type;
+}
+""")
+
+# name -> (std names taken from cuda::std, extra text).  std::move and std::forward
+# are NVRTC builtins (libcu++ uses them too), so <algorithm>'s 3-argument std::move
+# is an overload beside the builtin; libcu++ has no sort/stable_sort/nth_element.
+_CXX: dict[str, tuple[list[str], str]] = {
+    "type_traits": (_TT + [n + "_t" for n in _TT_T] + [n + "_v" for n in _TT_V],
+                    # result_of is gone from C++20 (libcu++ follows)
+                    "#if __cplusplus < 202002L\n" + _using(["result_of", "result_of_t"], _STD)
+                    + "#endif\n"),
+    "utility": (_w("""
+        swap exchange declval as_const move_if_noexcept pair make_pair integer_sequence
+        index_sequence make_integer_sequence make_index_sequence index_sequence_for in_place
+        in_place_t in_place_type in_place_type_t in_place_index in_place_index_t
+        piecewise_construct piecewise_construct_t get cmp_equal cmp_not_equal cmp_less
+        cmp_greater cmp_less_equal cmp_greater_equal in_range to_underlying unreachable
+        forward_like"""), _TUPLE_PROTOCOL),
+    # std::numeric_limits is a template of std's own, so that code can specialise it
+    "limits": (_w("""
+        float_round_style float_denorm_style round_indeterminate round_toward_zero
+        round_to_nearest round_toward_infinity round_toward_neg_infinity denorm_indeterminate
+        denorm_absent denorm_present"""),
+               "namespace std {\ntemplate <class _Tp> struct numeric_limits : ::cuda::std::numeric_limits<_Tp> {};\n}\n"),
+    "algorithm": (_w("""
+        adjacent_find all_of any_of binary_search clamp copy copy_backward copy_if copy_n
+        count count_if equal equal_range fill fill_n find find_end find_first_of find_if
+        find_if_not for_each for_each_n generate generate_n includes is_heap is_heap_until
+        is_partitioned is_permutation is_sorted is_sorted_until iter_swap
+        lexicographical_compare lower_bound make_heap max max_element merge min min_element
+        minmax minmax_element mismatch move_backward next_permutation none_of partial_sort
+        partial_sort_copy partition partition_copy partition_point pop_heap prev_permutation
+        push_heap remove remove_copy remove_copy_if remove_if replace replace_copy
+        replace_copy_if replace_if reverse reverse_copy rotate rotate_copy sample search
+        search_n set_difference set_intersection set_symmetric_difference set_union
+        shift_left shift_right shuffle sort_heap swap swap_ranges transform unique
+        unique_copy upper_bound"""),
+                  "namespace std {\ntemplate <class _In, class _Out>\n"
+                  "__host__ __device__ constexpr _Out move(_In __first, _In __last, _Out __out) {\n"
+                  "  return ::cuda::std::move(__first, __last, __out);\n}\n}\n"),
+    "array": (_w("array get to_array swap"), _TUPLE_PROTOCOL),
+    "tuple": (_w("""
+        tuple make_tuple tie forward_as_tuple tuple_cat get ignore apply make_from_tuple
+        swap"""), _TUPLE_PROTOCOL),
+    "functional": (_w("""
+        plus minus multiplies divides modulus negate equal_to not_equal_to greater less
+        greater_equal less_equal logical_and logical_or logical_not bit_and bit_or bit_xor
+        bit_not identity invoke invoke_r reference_wrapper ref cref not_fn mem_fn bind_front
+        hash unwrap_reference unwrap_ref_decay"""), ""),
+    "iterator": (_w("""
+        iterator_traits input_iterator_tag output_iterator_tag forward_iterator_tag
+        bidirectional_iterator_tag random_access_iterator_tag contiguous_iterator_tag
+        reverse_iterator make_reverse_iterator move_iterator make_move_iterator advance
+        distance next prev begin end cbegin cend rbegin rend size ssize empty data
+        back_insert_iterator back_inserter"""), ""),
+    "numeric": (_w("""
+        accumulate reduce inner_product transform_reduce partial_sum inclusive_scan
+        exclusive_scan transform_inclusive_scan transform_exclusive_scan adjacent_difference
+        iota gcd lcm midpoint"""), ""),
+    "bit": (_w("""
+        bit_cast byteswap has_single_bit bit_ceil bit_floor bit_width rotl rotr countl_zero
+        countl_one countr_zero countr_one popcount endian"""), ""),
+}
+# What libstdc++'s headers bring along (code leans on it: <utility> gives std::is_same).
+_ALSO = {"utility": ["type_traits"], "tuple": ["type_traits", "utility"],
+         "array": ["type_traits", "utility"], "algorithm": ["type_traits", "utility"],
+         "functional": ["type_traits", "utility", "tuple", "array"]}
+for _name in _CXX:
+    _parts = [_name, *_ALSO.get(_name, [])]
+    _SPECS[_name] = (f"libcu++ <cuda/std/{_name}>", _LIBCU
+                     + "".join(f"#include <cuda/std/{p}>\n" for p in _parts)
+                     + "".join(_using(_CXX[p][0], _STD) + _CXX[p][1] for p in _parts), "")
+
+_SPECS["initializer_list"] = ("NVRTC's builtin std::initializer_list",
+                              "#include <cuda/std/initializer_list>", "")
+_SPECS["new"] = ("NVRTC's builtin placement new and std::align_val_t",
+                 "// placement new, operator new/delete and std::align_val_t are NVRTC builtins.", "")
+
+# The C names of the C++ headers: the same text and guard.
+_C_NAMES = {"stdint.h": "cstdint", "inttypes.h": "cinttypes", "stddef.h": "cstddef",
+            "limits.h": "climits", "float.h": "cfloat", "math.h": "cmath", "stdlib.h": "cstdlib",
+            "string.h": "cstring", "stdio.h": "cstdio", "assert.h": "cassert", "time.h": "ctime"}
+
+
+def _text(name: str, cxx: str) -> str:
+    built_on, body, tail = _SPECS[cxx]
+    what = f"<{name}>" + (f" (as <{cxx}>)" if name != cxx else "")
+    return (f"// Supplied by cuda-magic for NVRTC: {what}, built on {built_on}.\n"
+            + _guarded(_guard(cxx), _BASICS + body) + tail.lstrip("\n"))
+
+
+# --- <cuda.h>: what device code takes from the driver API header -------------------
+# The toolkit's cuda.h does not compile under NVRTC (host function declarations are
+# rejected in JIT mode), so this is its device-side subset, laid out as there.
+_CUDA_H = f"""// Supplied by cuda-magic for NVRTC: <cuda.h>'s device-side types, built on <stdint.h>.
+#ifndef __cuda_cuda_h__
+#define __cuda_cuda_h__
+{_block("cstdint").strip()}
+#define CUDA_VERSION (__CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10)
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+typedef unsigned long long CUdeviceptr_v2;
+typedef CUdeviceptr_v2 CUdeviceptr;
+typedef unsigned long long CUtexObject_v1;
+typedef CUtexObject_v1 CUtexObject;
+typedef unsigned long long CUsurfObject_v1;
+typedef CUsurfObject_v1 CUsurfObject;
+typedef cuuint64_t CUgraphConditionalHandle;
+#define CU_TENSOR_MAP_NUM_QWORDS 16
+typedef struct CUtensorMap_st {{
+#if __CUDACC_VER_MAJOR__ >= 13
+    alignas(128)
+#else
+    alignas(64)
+#endif
+    cuuint64_t opaque[CU_TENSOR_MAP_NUM_QWORDS];
+}} CUtensorMap;
+#endif // __cuda_cuda_h__
+"""
+
+HEADERS: Mapping[str, str] = MappingProxyType({
+    "cuda/std/cstdint": ("// Supplied by cuda-magic for NVRTC: <cuda/std/cstdint> with glibc's "
+                         "types (int64_t is long, as under nvcc), built on libcu++.\n"
+                         + _CUDA_STD_CSTDINT_BODY),
+    **{name: _text(name, name) for name in _SPECS},
+    **{name: _text(name, cxx) for name, cxx in _C_NAMES.items()},
+    "cuda.h": _CUDA_H,
+})
+"""Include name -> header text, for NVRTC's in-memory headers."""
+
+
+# --- missing_hint ---------------------------------------------------------------
+
+_NVCC = "host-only header: compile with --compiler nvcc"
+# host-only here, but libcu++ has a device version under <cuda/std/...>
+_LIBCU_HAS = _w("atomic bitset chrono complex expected mdspan optional ratio span string_view variant")
+_CCCL = "pip install 'cuda-toolkit[cccl]'"
+_CUTLASS = "pip install 'cuda-magic[cutlass]' (the nvidia-cutlass wheel)"
+# (name, or prefix ending in "/" or "*", -> hint); the first match wins
+_HINTS: tuple[tuple[str, str], ...] = (
+    ("cute/", _CUTLASS), ("cutlass/", _CUTLASS),
+    ("crt/", "pip install 'cuda-toolkit[crt]'"), ("mma.h", "pip install 'cuda-toolkit[crt]'"),
+    ("curand*", "pip install 'cuda-toolkit[curand]'"),
+    ("cub/", _CCCL), ("thrust/", _CCCL), ("cuda/", _CCCL), ("nv/", _CCCL),
+    *((h, _NVCC) for h in _w("""
+        iostream istream ostream sstream fstream iomanip ios streambuf string vector map
+        unordered_map set unordered_set list deque queue stack forward_list memory thread
+        mutex shared_mutex condition_variable future random regex filesystem exception
+        stdexcept system_error locale valarray any cstdarg stdarg.h csignal signal.h cerrno
+        errno.h unistd.h pthread.h omp.h mpi.h cuda_runtime.h cuda_runtime_api.h cublas_v2.h
+        cublasLt.h cufft.h cusparse.h cusolverDn.h cudnn.h nccl.h nvml.h""")),
+    *((h, f"host-only header: use <cuda/std/{h}> (cuda::std::) in device code, "
+          "or compile with --compiler nvcc") for h in _LIBCU_HAS),
+)
+
+
+def missing_hint(include: str) -> str:
+    """The likely fix for an ``#include`` NVRTC could not find, as one short sentence.
+
+    >>> missing_hint("<curand_kernel.h>")
+    "pip install 'cuda-toolkit[curand]'"
+    """
+    name = include.strip().strip('<>"').replace("\\", "/")
+    for key, hint in _HINTS:
+        if name == key or (key[-1] in "/*" and name.startswith(key.rstrip("*"))):
+            return hint
+    return ("add its directory with -I DIR (in the nvrtc list), define it with "
+            "%%cuda_header NAME, or use --compiler nvcc")

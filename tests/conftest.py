@@ -1,3 +1,7 @@
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from cuda_magic import clear_cache, detect_arch
@@ -28,6 +32,20 @@ extern "C" __global__ void heavy(const float* x, float* y, int n) {
     y[threadIdx.x] = s;
 }
 '''
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pch_dir():
+    """NVRTC precompiled headers (~300 MB each) go to a directory of the test session's own."""
+    path = tempfile.mkdtemp(prefix="cuda-magic-pch-")
+    old = os.environ.get("CUDA_MAGIC_PCH_DIR")
+    os.environ["CUDA_MAGIC_PCH_DIR"] = path
+    yield path
+    if old is None:
+        os.environ.pop("CUDA_MAGIC_PCH_DIR", None)
+    else:
+        os.environ["CUDA_MAGIC_PCH_DIR"] = old
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def cfg(**kw):

@@ -51,3 +51,11 @@ def test_bench_compare_runs():
     for row in ("compare, cold", "compare, cached", "toggle, new config", "toggle, back"):
         assert row in out.stdout
     assert "no GPU: the run rows are skipped" in out.stdout or "run + report (GPU)" in out.stdout
+
+
+def test_bench_headers_runs():
+    out = _run_script("bench_headers.py", "--repeat", "1", "--reruns", "20")
+    assert out.returncode == 0, out.stderr
+    for row in ("heavy cell, no PCH", "heavy cell, PCH created", "heavy cell, PCH used",
+                "re-run, 5 user headers, unchanged", "re-run after editing h4.cuh"):
+        assert row in out.stdout

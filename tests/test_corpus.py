@@ -90,7 +90,8 @@ def _entry_symbols(cubin: str) -> set[str]:
     from cuda.pathfinder import find_nvidia_binary_utility
     tool = find_nvidia_binary_utility("cuobjdump") or "cuobjdump"
     out = subprocess.run([tool, "-symbols", cubin], capture_output=True, text=True, check=True).stdout
-    return {f[-1] for f in (line.split() for line in out.splitlines()) if "ENTRY" in f}
+    return {f[-1] for f in (line.split() for line in out.splitlines())
+            if any("ENTRY" in t for t in f[:-1])}     # ENTRY, or STO_ENTRY in other versions
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if "nvcc" in c.compilers])

@@ -39,8 +39,9 @@ tests compile the same source with both compilers to pin it:
   file, line, function) and follows ``NDEBUG`` at each inclusion, which is why
   the ``assert`` macro sits after ``<cassert>``'s include guard.
 - ``NULL`` is ``0L`` (g++'s ``__null`` is a ``long``; NVRTC's own is ``0``),
-  ``offsetof`` is ``__builtin_offsetof`` (a constant expression; libcu++'s is
-  not) and ``max_align_t`` has g++'s 32-byte layout.
+  ``offsetof`` is ``__builtin_offsetof`` where NVRTC has it (13.5 does, 13.0
+  not: there libcu++'s, which is no constant expression) and ``max_align_t``
+  has g++'s 32-byte layout.
 - No ``long double`` limits (``LDBL_*``): device code has no ``long double``.
 - Macro-only headers (``<cstdint>``, ``<climits>``, ``<cfloat>``,
   ``<cinttypes>``, ``<cstdio>``, ``<cassert>``, ``<ctime>``, ``<cuda.h>``) also
@@ -200,8 +201,12 @@ _SPECS["cinttypes"] = ("<cstdint> (glibc's printf format macros)",
 
 _SPECS["cstddef"] = ("NVRTC's size_t/ptrdiff_t/NULL and libcu++ <cuda/std/cstddef>", _LIBCU + """
 #include <cuda/std/cstddef>
-""" + _NULL + """#undef offsetof
+""" + _NULL + """#if defined(__has_builtin)
+#if __has_builtin(__builtin_offsetof)
+#undef offsetof
 #define offsetof(TYPE, MEMBER) __builtin_offsetof(TYPE, MEMBER)
+#endif
+#endif
 typedef decltype(nullptr) nullptr_t;
 typedef struct {  // g++'s layout (libcu++'s is a plain long double: 16 bytes, not 32)
   alignas(alignof(long long)) long long __max_align_ll;

@@ -172,3 +172,18 @@ def test_pch_is_not_used_for_light_cells(tmp_path, monkeypatch, fresh_cache):
     r = compile_source('#include <cuda_fp16.h>\n__global__ void k(__half* x) { x[0] = x[1]; }\n',
                        cfg(), force=True)
     assert not r.pch and pch.usage() == (0, 0)
+
+
+def test_pch_heap_grows_when_nvrtc_needs_more(tmp_path, monkeypatch, fresh_cache):
+    from cuda.bindings import nvrtc
+    from cuda_magic.compile.backends import nvrtc as backend
+    monkeypatch.setenv("CUDA_MAGIC_PCH_DIR", str(tmp_path / "pch"))
+    monkeypatch.setattr(backend, "_PCH_HEAP", 16 << 20)
+    before = nvrtc.nvrtcGetPCHHeapSize()[1]
+    nvrtc.nvrtcSetPCHHeapSize(16 << 20)          # too small for CUB (~300 MiB)
+    try:
+        r = compile_source(CUB, cfg(), force=True)
+        assert r.pch == "created" and nvrtc.nvrtcGetPCHHeapSize()[1] >= 256 << 20
+        assert compile_source(CUB, cfg(), force=True).pch == "used"
+    finally:
+        nvrtc.nvrtcSetPCHHeapSize(max(before, nvrtc.nvrtcGetPCHHeapSize()[1]))

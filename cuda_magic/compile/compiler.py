@@ -241,21 +241,26 @@ def _known(exc: CompileError, backend) -> None:
             exc.note(note)
 
 
-def _not_found(exc: CompileError, backend, flags: Sequence[str], inputs: _headers.Inputs) -> None:
+def _not_found(exc: CompileError, backend, flags: Sequence[str]) -> None:
     """Say where a missing include was looked for, in order, and the likely fix."""
     from .stdheaders import missing_hint
     missing = exc.missing_includes()
     if not missing:
         return
-    dirs, _ = _headers.search_dirs(flags)
-    memory = [f"%%cuda_header {', '.join(_headers.session_headers())}"] if _headers.session_headers() else []
-    if backend.std_headers:
-        memory.append("cuda-magic's standard headers")
-    order = ([f"in memory ({'; '.join(memory)})"] if memory else []) + \
-        ["the including file's directory", f"the working directory {os.getcwd()}"] + \
-        [f"-I {d}" for d in dirs] + \
-        ([f"the toolkit {d}" for d in _headers.toolkit_dirs()] if backend.name == "nvrtc" else
-         ["the CUDA toolkit and the host compiler's system directories"])
+    dirs = [f"-I {d}" for d in _headers.search_dirs(flags)[0]]
+    session = ", ".join(_headers.session_headers())
+    here = f"the working directory {os.getcwd()}"
+    if backend.name == "nvrtc":
+        memory = ([f"%%cuda_header {session}"] if session else []) + \
+            (["cuda-magic's standard headers"] if backend.std_headers else [])
+        order = [f"in memory ({'; '.join(memory)})"] * bool(memory) + \
+            ["the including file's directory", here, *dirs] + \
+            [f"the toolkit {d}" for d in _headers.toolkit_dirs()]
+    else:   # nvcc: session headers sit beside cell.cu; then the user's -I, then -I.
+        beside = f" (with %%cuda_header {session})" if session else ""
+        order = [f"the including file's directory{beside}", *dirs, f"{here} (-I.)"] + \
+            [f"-I {d}" for d in [_headers.cutlass_dir()] if d] + \
+            ["the CUDA toolkit and the host compiler's system directories"]
     for name in missing[:3]:
         exc.note(f"'{name}' was not found; searched, in order: {', '.join(order)}. "
                  f"{missing_hint(name)}")
@@ -305,7 +310,7 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
                               flags=flags, ptxas=backend.forward_ptxas(resolved.get("ptxas", [])),
                               name_expressions=names, **extra)
     except CompileError as exc:
-        _not_found(exc, backend, flags, inputs)
+        _not_found(exc, backend, flags)
         _known(exc, backend)
         raise
     elapsed = time.perf_counter() - start

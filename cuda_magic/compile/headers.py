@@ -227,8 +227,10 @@ class Inputs:
     digest: str = ""
 
     def manifest(self) -> dict[str, str]:
-        """name -> content digest, for saying what changed between two builds."""
-        out = {os.path.basename(p) if os.path.basename(p) else p: sha for p, sha in self.files}
+        """name -> content digest, for saying what changed between two builds (a file by its
+        base name, or by its path where two share one)."""
+        names = [os.path.basename(p) for p, _ in self.files]
+        out = {(n if names.count(n) == 1 else p): sha for n, (p, sha) in zip(names, self.files)}
         for name in self.session:
             out[f"{name} (%%cuda_header)"] = hashlib.sha256(self.memory[name].encode()).hexdigest()
         return out

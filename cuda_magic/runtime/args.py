@@ -185,24 +185,23 @@ def _raw(v) -> bytes | None:
 
 
 def _struct(packer: Packer, p: Param, size: int):
-    def conv(v, staged):
-        data = _raw(v)
-        if data is None:
-            raise ArgumentError(f"{packer._where(p)} is a struct passed by value: give bytes or a NumPy "
-                            f"structured scalar of {size} bytes, not {type(v).__name__}")
-        if len(data) != size:
-            raise ArgumentError(f"{packer._where(p)} is {size} bytes; got {len(data)} bytes")
-        return data
-    return conv
+    return _exact_bytes(packer, p, size, f" is a struct passed by value: give bytes or a NumPy "
+                                         f"structured scalar of {size} bytes")
 
 
 def _unknown(packer: Packer, p: Param, size: int):
+    return _exact_bytes(packer, p, size, f": this declaration could not be read, so its value "
+                                         f"cannot be converted; pass its {size} bytes (bytes or a "
+                                         f"NumPy structured scalar), or declare the parameter with "
+                                         f"a plain type")
+
+
+def _exact_bytes(packer: Packer, p: Param, size: int, what: str):
+    """A parameter passed as its raw bytes (``size`` of them); ``what`` says why, for the error."""
     def conv(v, staged):
         data = _raw(v)
         if data is None:
-            raise ArgumentError(f"{packer._where(p)}: this declaration could not be read, so its value "
-                                f"cannot be converted; pass its {size} bytes (bytes or a NumPy "
-                                f"structured scalar), or declare the parameter with a plain type")
+            raise ArgumentError(f"{packer._where(p)}{what}, not {type(v).__name__}")
         if len(data) != size:
             raise ArgumentError(f"{packer._where(p)} is {size} bytes; got {len(data)} bytes")
         return data

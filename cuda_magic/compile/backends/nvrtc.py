@@ -96,7 +96,6 @@ def _run(nvrtc, source: str, argv: Sequence[str], headers: Mapping[str, str],
             (pch,) = nvrtc.nvrtcGetPCHCreateStatus(prog)
             if pch == nvrtc.nvrtcResult.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED:
                 need = int(nvrtc.nvrtcGetPCHHeapSizeRequired(prog)[1])
-                return status, log, None, pch, need
         if int(status) != 0:
             return status, log, None, pch, need
         ptx = _get(nvrtc, prog, "PTX").rstrip(b"\0")
@@ -148,12 +147,12 @@ def _create(nvrtc, source, argv, headers, name_expressions, target_format, path)
     create = (*argv, f"--create-pch={tmp}")
     if nvrtc.nvrtcGetPCHHeapSize()[1] < _PCH_HEAP:   # a reservation, not memory in use
         nvrtc.nvrtcSetPCHHeapSize(_PCH_HEAP)
-    for _ in range(2):
+    for attempt in range(2):
         status, log, out, pch, need = _run(nvrtc, source, create, headers, name_expressions,
                                            target_format)
-        if need is None:
+        if need is None or attempt or out is None:
             break
-        step = 64 << 20
+        step = 64 << 20         # the heap was too small: grow it and make the PCH again, once
         nvrtc.nvrtcSetPCHHeapSize((need + step - 1) // step * step)
     if out is None:
         if os.path.exists(tmp):

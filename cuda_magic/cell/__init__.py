@@ -338,24 +338,8 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
                for config, names in groups.values()]
     home = keys.index(default.json()) if default is not None else 0
 
-    # Bind every kernel entry of each build whose config is that kernel's own.
-    bindings, owners, matched = [], [], set()
-    for i, r in enumerate(results):
-        lowered = {sym: expr for expr, sym in r.lowered_names.items()}
-        for entry in r.entries:
-            spelling = lowered.get(entry.symbol)
-            decl = instances[spelling][1] if spelling else bind.match(entry, parsed.kernels)
-            owner = keys.index(configs[decl.line].json()) if decl is not None else home
-            if owner != i:
-                continue
-            if decl is not None:
-                matched.add(decl.line)
-            ptx = bind.ptx_of(r) if decl is None and entry.param_types is None else None
-            bindings.append(bind.Binding(entry, decl, bind.params_of(entry, decl, ptx), spelling))
-            owners.append(r)
-    order = sorted(range(len(bindings)), key=lambda i: (
-        bindings[i].decl.line if bindings[i].decl is not None else 1 << 30, bindings[i].name))
-    bindings, owners = [bindings[i] for i in order], [owners[i] for i in order]   # source order
+    bindings, owners = _bindings(results, [keys.index(configs[d.line].json()) for d in parsed.kernels],
+                                 parsed.kernels, instances, home)
     names = bind.python_names(bindings)
     overloaded = {b.name for b in bindings if sum(c.name == b.name for c in bindings) > 1}
     entries, of = [], {}
@@ -365,6 +349,7 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
         aliases = tuple(x for x in (b.spelling, instances.get(b.spelling, ("",))[0]) if x)
         entries.append(_Entry(key, pyname, b.params, b.decl, config, b, aliases))
         of[key] = r
+    matched = {b.decl.line for b in bindings if b.decl is not None}
     templates = [signature.template_hint(d) for d in parsed.kernels
                  if d.template and d.line not in matched]
     missing = [f"{d.qualified} (line {d.line})" for d in parsed.kernels
@@ -376,6 +361,25 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
         except Exception as exc:  # a GPU that cannot run this arch, no driver, ...
             module.load_error = exc
     return module
+
+
+def _bindings(results, owner_of: Sequence[int], decls: Sequence[KernelDecl], instances, home: int):
+    """Every kernel entry of each build whose config is that kernel's own (``owner_of``: the
+    build index of each declaration; ``home``: the build for entries no declaration shows), in
+    source order, with the build it comes from."""
+    owner = {d.line: i for d, i in zip(decls, owner_of)}
+    found = []
+    for i, r in enumerate(results):
+        lowered = {sym: expr for expr, sym in r.lowered_names.items()}
+        for entry in r.entries:
+            spelling = lowered.get(entry.symbol)
+            decl = instances[spelling][1] if spelling else bind.match(entry, decls)
+            if (owner[decl.line] if decl is not None else home) != i:
+                continue
+            ptx = bind.ptx_of(r) if decl is None and entry.param_types is None else None
+            found.append((bind.Binding(entry, decl, bind.params_of(entry, decl, ptx), spelling), r))
+    found.sort(key=lambda f: (f[0].decl.line if f[0].decl is not None else 1 << 30, f[0].name))
+    return [b for b, _ in found], [r for _, r in found]
 
 
 def _template_for(decls: Sequence[KernelDecl], spelling: str) -> KernelDecl:

@@ -77,8 +77,8 @@ def _layer(args) -> dict:
 
 @magics_class
 class CudaMagics(Magics):
-    """``%%cuda`` compiles a cell of CUDA C++, ``%%cuda_compare`` compares builds of one,
-    ``%cuda_config`` sets session defaults."""
+    """``%%cuda`` compiles a cell of CUDA C++, ``%%cuda_header`` keeps one as a header for later
+    cells, ``%%cuda_compare`` compares builds of one, ``%cuda_config`` sets session defaults."""
 
     defaults = Dict(help="Session defaults: a flat config such as {'arch': 'sm_90a'}; "
                          "%cuda_config edits it.").tag(config=True)
@@ -133,6 +133,13 @@ class CudaMagics(Magics):
         (values and layers, argv), Resources (ptxas -v), Log, SASS and PTX
         (made when their tab is opened) and Source; ``cuda_magic.show(m,
         "sass", kernel="scale")`` prints one part as text.
+
+        The kernels bound are the kernel entries of the binary, under their
+        C++ names (``a::k`` -> ``a_k`` and overloads with their parameter
+        types where names clash; ``m.bindings`` says which).  Under NVRTC,
+        ``<cstdio>``, ``<cstdint>``, ``<cmath>``... are supplied in memory;
+        ``#include "NAME.cuh"`` finds ``%%cuda_header`` cells and your files,
+        and editing any of them makes the next run compile.
 
         Launch a kernel as ``scale[grid, block](x, y, 2.0, n)`` with NumPy
         arrays (copied to the GPU and back), CuPy/PyTorch arrays (by pointer)

@@ -17,7 +17,8 @@ from .compile.backends import (Backend, CompileError, ToolNotFoundError, get_bac
                        register_backend)
 from .comparison import Comparison, RunError, compare
 from .compile.compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
-                       resolve_layers, set_cache_dir)
+                       resolve_layers, set_cache_dir, set_cache_limit)
+from .compile.backends.limits import CompileTimeoutError, set_compile_timeout
 from .compile.headers import define_header, remove_header, session_headers
 from .compile.pch import clear as clear_pch
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
@@ -40,7 +41,8 @@ __all__ = [
     "compile_source", "detect_arch", "from_json", "get_backend", "list_backends", "list_presets",
     "parse_ptxas", "ptx", "register_backend", "register_preset", "resolve", "resolve_layers",
     "sass", "sass_text", "set_cache_dir", "show", "validate", "view",
-    "define_header", "remove_header", "session_headers", "clear_pch",
+    "define_header", "remove_header", "session_headers", "clear_pch", "CompileTimeoutError",
+    "set_compile_timeout", "set_cache_limit",
 ]
 
 

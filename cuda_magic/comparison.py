@@ -21,7 +21,7 @@ import numpy as np
 from . import cell, diff, inspect, numbers
 from .compile.arch import detect_arch
 from .compile.backends import CompileError
-from .config import ConfigError, Error, validate
+from .config import ConfigError, Error, quote, validate
 from .runtime import synchronize
 from .variants import TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
 
@@ -101,7 +101,10 @@ class Runner:
             try:
                 tree = ast.parse(text, f"<--run {i + 1}>", "exec")
             except SyntaxError as exc:
-                raise RunError(f"--run {text!r}: not Python ({exc.msg}, column {exc.offset})") from None
+                raise RunError(f"--run {quote(text)}: not Python ({exc.msg}, column {exc.offset})") \
+                    from None
+            except ValueError as exc:       # a NUL byte
+                raise RunError(f"--run {quote(text)}: not Python ({exc})") from None
             self.code.append(compile(tree, f"<--run {i + 1}>", "exec"))
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
             for node in ast.walk(tree):

@@ -24,6 +24,7 @@ __all__ = [
     "Error", "BackendConfig", "ConfigError", "Resolved", "KEYS", "LIST_KEYS", "FORMATS",
     "DEFAULTS", "TARGET", "validate", "parse_backend_config", "resolve",
     "canonical_json", "from_json", "register_preset", "get_preset", "list_presets",
+    "quote", "clip", "printable", "load_json", "bad_char",
 ]
 
 
@@ -45,6 +46,10 @@ class Error(Exception):
     frames inside cuda-magic or IPython (``_render_traceback_`` is IPython's hook).
     """
 
+    def __str__(self) -> str:
+        # Printable wherever it is shown: what the output stream cannot encode is escaped.
+        return printable(super().__str__())
+
     def _render_traceback_(self) -> list[str]:
         import os
         import traceback
@@ -52,7 +57,87 @@ class Error(Exception):
         frames = [f for f in traceback.extract_tb(self.__traceback__)
                   if not f.filename.startswith(here) and f"{os.sep}IPython{os.sep}" not in f.filename]
         lines = traceback.format_list(frames) + traceback.format_exception_only(type(self), self)
-        return "".join(lines).rstrip("\n").split("\n")
+        return printable("".join(lines)).rstrip("\n").split("\n")
+
+
+# ---- what messages quote ----------------------------------------------------
+
+QUOTE_LIMIT = 200   # characters of any one value a message quotes
+
+
+def printable(text: str, encoding: str | None = None) -> str:
+    """``text`` with what ``encoding`` (default: ``sys.stdout``'s, else UTF-8) cannot encode
+    written as escapes (``\\xe9``, ``\\ud800``), so printing it cannot fail."""
+    import codecs
+    import sys
+    enc = encoding or getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        codecs.lookup(enc)
+    except LookupError:
+        enc = "utf-8"
+    try:
+        text.encode(enc)
+        return text
+    except UnicodeEncodeError:
+        return text.encode(enc, "backslashreplace").decode(enc, "replace")
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """Plain ``text`` cut to ``limit`` characters, noting the full length when it was cut."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` as a message quotes it: its repr, at most ``limit`` characters of it (a long
+    string is cut and its length noted; a deep or huge structure is abbreviated)."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    import reprlib
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother, short.maxlong = 3, limit, limit, limit
+    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 8
+    try:
+        text = short.repr(value)
+    except (ValueError, RecursionError, OverflowError, MemoryError):  # e.g. a 5,000-digit int
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+_BAD_CHAR = re.compile("[\\x00\\ud800-\\udfff]")
+
+
+def bad_char(text: str) -> tuple[int, int, str] | None:
+    """Where ``text`` holds a NUL or a lone surrogate, which no compiler can be given (NVRTC
+    stops reading at a NUL): ``(line, column, "a NUL character (\\x00)")``, 1-based, lines
+    counted on ``\\n`` as compilers count them; None if it holds neither."""
+    found = _BAD_CHAR.search(text)
+    if found is None:
+        return None
+    at = found.start()
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    kind = "a NUL character" if found.group() == "\0" else "a lone surrogate"
+    return line, column, f"{kind} ({ascii(found.group())[1:-1]})"
+
+
+def load_json(text: str, what: str = "config") -> Any:
+    """``json.loads`` whose every failure is a :class:`ConfigError` starting with ``what``
+    (bad syntax, nesting too deep for the parser, integers too long to convert)."""
+    if not isinstance(text, str):
+        _fail(f"{what} must be JSON text, not {type(text).__name__}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        near = text[max(e.pos - 20, 0):e.pos + 20]
+        _fail(f"{what} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}, "
+              f"near {quote(near)})")
+    except RecursionError:
+        _fail(f"{what} is nested too deeply")
+    except ValueError as e:   # e.g. an integer longer than Python converts (4300 digits)
+        _fail(f"{what} is not usable JSON ({clip(str(e).split(';')[0], 120)})")
 
 
 class ConfigError(Error, ValueError):
@@ -89,7 +174,7 @@ RESERVED = {
     **dict.fromkeys(
         ["-o", "--output-file", "-output-file", "--cubin", "-cubin", "--ptx", "-ptx",
          "--fatbin", "-fatbin", "-odir", "--output-directory", "-c", "--compile",
-         "-E", "--preprocess", "-lib", "--lib", "-dlink", "--device-link", "-dlto",
+         "-lib", "--lib", "-dlink", "--device-link", "-dlto",
          "--dlink-time-opt", "--optix-ir", "-optix-ir"], _OUT_HELP),
     **dict.fromkeys(
         ["-optf", "--options-file", "-options-file"],
@@ -97,7 +182,59 @@ RESERVED = {
     **dict.fromkeys(
         ["-Xptxas", "--ptxas-options", "-ptxas-options"],
         "ptxas flags go in the 'ptxas' key, one per item"),
+    # Flags that break "in memory": they write files anywhere, keep the private
+    # directory's files, or make the compiler print something instead of a binary.
+    # Spellings from `nvcc --help` (--long and its (-short)); NVRTC takes --x and -x.
+    **dict.fromkeys(
+        ["-M", "--generate-dependencies", "-MM", "--generate-nonsystem-dependencies",
+         "-MD", "--generate-dependencies-with-compile", "-MMD",
+         "--generate-nonsystem-dependencies-with-compile", "-MF", "--dependency-output",
+         "-MT", "--dependency-target-name", "-MP", "--generate-dependency-targets"],
+        "cuda-magic compiles in memory and writes no dependency files; it tracks the headers "
+        "a cell reads itself (the view lists them)"),
+    **dict.fromkeys(
+        ["-keep", "--keep", "-keep-dir", "--keep-dir", "-save-temps", "--save-temps"],
+        "the compile's intermediate files stay in its private directory, which is removed; "
+        "see the PTX and SASS tabs (cuda_magic.ptx, cuda_magic.sass) instead"),
+    **dict.fromkeys(
+        ["-dryrun", "--dryrun"],
+        "it lists nvcc's commands and compiles nothing; -v (--verbose) lists them and compiles"),
+    **dict.fromkeys(
+        ["-V", "--version", "-version"],
+        "it prints the version and compiles nothing; the version is in the view's header "
+        "(CompilationResult.compiler_version)"),
+    **dict.fromkeys(["-h", "--help", "-help"], "it prints help and compiles nothing"),
+    **dict.fromkeys(
+        ["-E", "--preprocess"],
+        "it prints the preprocessed source instead of compiling it"),
+    **dict.fromkeys(
+        ["-run", "--run", "-run-args", "--run-args"],
+        "it would link and run a host program; launch the kernels from Python instead: "
+        "kernel[grid, block](*args)"),
+    **dict.fromkeys(
+        ["-code-ls", "--list-gpu-code", "-arch-ls", "--list-gpu-arch", "-list-gpu-code",
+         "-list-gpu-arch"],
+        "it lists architectures and compiles nothing"),
+    **dict.fromkeys(
+        ["-clean", "--clean-targets"], "it deletes the outputs instead of making them"),
+    **dict.fromkeys(
+        ["-fdevice-syntax-only", "--fdevice-syntax-only"],
+        "it stops after the syntax check and makes no device code (no kernels to bind)"),
+    **dict.fromkeys(
+        ["-time", "--time"],
+        "it writes a timing file outside the compile's private directory; "
+        "--time=- puts the phase times in the log instead"),
+    **dict.fromkeys(
+        ["-fdevice-time-trace", "--fdevice-time-trace"],
+        "it writes a trace file outside the compile's private directory"),
+    **dict.fromkeys(
+        ["-pch", "--pch", "-create-pch", "--create-pch", "-use-pch", "--use-pch", "-pch-dir",
+         "--pch-dir"],
+        "cuda-magic manages NVRTC precompiled headers itself, for cells that include heavy "
+        "headers (CUDA_MAGIC_PCH=0 turns that off, CUDA_MAGIC_PCH_DIR moves the files)"),
 }
+# "FLAG=VALUE" spellings that are fine although FLAG is reserved (stdout goes to the log).
+ALLOWED = {("-time", "-"), ("--time", "-")}
 
 
 def _fail(msg: str, key: str | None = None) -> None:
@@ -105,22 +242,27 @@ def _fail(msg: str, key: str | None = None) -> None:
 
 
 def _check_flag(key: str, item: str) -> None:
-    head = item.strip().split(None, 1)[0] if item.strip() else ""
-    head = head.split("=", 1)[0]
-    if head in RESERVED:
-        _fail(f"{key!r}: flag {item!r} is reserved: {RESERVED[head]}", key)
+    """Reject ``item`` if its flag is reserved, spelled alone, ``FLAG=value`` or ``FLAG value``."""
+    head, _, value = item.strip().partition("=")
+    if any(c.isspace() for c in head):      # "FLAG value" in one item
+        head, value = head.split(None, 1)[0], None
+    if head in RESERVED and (head, value) not in ALLOWED:
+        _fail(f"{key!r}: flag {quote(item)} is reserved: {RESERVED[head]}", key)
 
 
 def _check_list(key: str, value: Any) -> list[str]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         _fail(f"{key!r} must be a list of flags, one per item "
-              f"(e.g. [\"--use_fast_math\"]), not {type(value).__name__} {value!r}", key)
+              f"(e.g. [\"--use_fast_math\"]), not {type(value).__name__} {quote(value)}", key)
     out = []
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            _fail(f"{key!r}[{i}] must be a string flag, not {type(item).__name__} {item!r}", key)
+            _fail(f"{key!r}[{i}] must be a string flag, not {type(item).__name__} {quote(item)}", key)
         if not item.strip():
             _fail(f"{key!r}[{i}] is an empty flag", key)
+        bad = bad_char(item)
+        if bad:
+            _fail(f"{key!r}[{i}] {quote(item)} holds {bad[2]}, which no flag can carry", key)
         _check_flag(key, item)
         out.append(item)
     return out
@@ -134,7 +276,7 @@ def _unwrap(cfg: Mapping) -> Mapping:
     others = [name for name, inner in cfg.items()
               if name != TARGET and (TARGET in cfg or isinstance(inner, Mapping))]
     if others:
-        _fail(f"unknown backend {others[0]!r}: only {TARGET!r} is supported "
+        _fail(f"unknown backend {quote(others[0])}: only {TARGET!r} is supported "
               f"(write {{\"{TARGET}\": {{...}}}})")
     if TARGET not in cfg:
         return cfg
@@ -156,24 +298,24 @@ def validate(cfg: Mapping | None) -> BackendConfig:
     if cfg is None:
         return {}
     if not isinstance(cfg, Mapping):
-        _fail(f"a config must be a dict, not {type(cfg).__name__} {cfg!r}")
+        _fail(f"a config must be a dict, not {type(cfg).__name__} {quote(cfg)}")
     cfg = _unwrap(cfg)
     out: dict[str, Any] = {}
     for key, value in cfg.items():
         if key not in KEYS:
-            _fail(f"unknown config key {key!r}; the keys are {', '.join(KEYS)}", str(key))
+            _fail(f"unknown config key {quote(key)}; the keys are {', '.join(KEYS)}", clip(str(key)))
         if value is None:
             continue
         if key in LIST_KEYS:
             out[key] = _check_list(key, value)
         elif not isinstance(value, str):
-            _fail(f"{key!r} must be a string, not {type(value).__name__} {value!r}", key)
+            _fail(f"{key!r} must be a string, not {type(value).__name__} {quote(value)}", key)
         elif key == "arch" and not _ARCH.fullmatch(value):
-            _fail(f"'arch' must look like sm_90, sm_90a or sm_100f, not {value!r}", key)
+            _fail(f"'arch' must look like sm_90, sm_90a or sm_100f, not {quote(value)}", key)
         elif key == "target_format" and value not in FORMATS:
-            _fail(f"'target_format' must be one of {', '.join(FORMATS)}, not {value!r}", key)
-        elif key == "compiler" and not _NAME.fullmatch(value):
-            _fail(f"'compiler' must be a compiler name such as nvrtc or nvcc, not {value!r}", key)
+            _fail(f"'target_format' must be one of {', '.join(FORMATS)}, not {quote(value)}", key)
+        elif key == "compiler" and (len(value) > 64 or not _NAME.fullmatch(value)):
+            _fail(f"'compiler' must be a compiler name such as nvrtc or nvcc, not {quote(value)}", key)
         else:
             out[key] = value
     if out.get("compiler") == "nvrtc" and out.get("target_format") == "fatbin":
@@ -189,10 +331,7 @@ def parse_backend_config(obj: Mapping | str | None) -> BackendConfig:
     ``"cuda"`` exists.  A flat dict here is an error that shows the fix.
     """
     if isinstance(obj, str):
-        try:
-            obj = json.loads(obj)
-        except json.JSONDecodeError as e:
-            _fail(f"backend config is not valid JSON: {e}")
+        obj = load_json(obj, "backend config")
     if obj is None:
         return {}
     if not isinstance(obj, Mapping):
@@ -200,10 +339,10 @@ def parse_backend_config(obj: Mapping | str | None) -> BackendConfig:
               f"not {type(obj).__name__}")
     for name in obj:
         if name in KEYS:
-            _fail(f"{name!r} is a config key, not a backend name: backend config maps "
+            _fail(f"{quote(name)} is a config key, not a backend name: backend config maps "
                   f"backends to configs, e.g. {{\"{TARGET}\": {{\"{name}\": ...}}}}", name)
         if name != TARGET:
-            _fail(f"unknown backend {name!r}: only {TARGET!r} is supported")
+            _fail(f"unknown backend {quote(name)}: only {TARGET!r} is supported")
     return validate(obj)
 
 
@@ -214,11 +353,7 @@ def canonical_json(cfg: Mapping | None) -> str:
 
 def from_json(text: str) -> BackendConfig:
     """Parse JSON (flat or nested form) and validate it."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"config is not valid JSON: {e}") from None
-    return validate(obj)
+    return validate(load_json(text, "config"))
 
 
 @dataclass(frozen=True)
@@ -295,23 +430,56 @@ def resolve(*layers: tuple[str, Mapping | None], defaults: Mapping | None = DEFA
 
 _PRESETS: dict[str, str] = {}   # name -> canonical JSON
 _PRESETS_LOCK = threading.Lock()
+_BUILTIN: frozenset[str] = frozenset()   # names shipped with cuda-magic (set below)
 
 
-def register_preset(name: str, config: Mapping, *, override: bool = False) -> None:
+def _preset_text(name: str, config: Mapping) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
+        _fail(f"preset name must be a plain name of at most 64 characters, not {quote(name)}")
+    return canonical_json(config)
+
+
+def _preset_change(name: str, text: str, override: bool) -> str | None:
+    """The canonical JSON that ``name`` has now if registering ``text`` changes it (None: a new
+    name or the identical declaration); raises if the change is not allowed.  Holds no lock."""
+    old = _PRESETS.get(name)
+    if old is None or old == text:
+        return None
+    if name in _BUILTIN:
+        _fail(f"preset {name!r} is built in and cannot be given a different declaration "
+              f"(it is {old}, not {text}); register yours under another name, e.g. 'my_{name}'")
+    if not override:
+        _fail(f"preset {name!r} is already registered with a different declaration "
+              f"(now {old}, new {text}); pass override=True to replace it")
+    return old
+
+
+def check_preset(name: str, config: Mapping, *, override: bool = False
+                 ) -> tuple[BackendConfig | None, BackendConfig]:
+    """What ``register_preset(name, config, override=override)`` would do, without doing it:
+    ``(declaration it would replace or None, the new declaration)``.  Raises what it would."""
+    text = _preset_text(name, config)
+    with _PRESETS_LOCK:
+        old = _preset_change(name, text, override)
+    return (None if old is None else json.loads(old)), json.loads(text)
+
+
+def register_preset(name: str, config: Mapping, *, override: bool = False) -> BackendConfig | None:
     """Register a named preset (a config layer between defaults and session).
 
     Registering the identical config again is a no-op; a different config
-    under an existing name is an error unless ``override=True``.
+    under an existing name is an error that shows both declarations unless
+    ``override=True``.  The built-in presets (ampere, ada, hopper, blackwell,
+    precise, nvcc) cannot be redefined, even with ``override=True``: a notebook
+    that says ``--preset hopper`` means the same thing everywhere.
+
+    Returns the declaration it replaced, or ``None`` (a new name, or no change).
     """
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        _fail(f"preset name must be a plain name, not {name!r}")
-    text = canonical_json(config)
+    text = _preset_text(name, config)
     with _PRESETS_LOCK:
-        old = _PRESETS.get(name)
-        if old is not None and old != text and not override:
-            _fail(f"preset {name!r} is already registered with a different declaration "
-                  f"({old}); pass override=True to replace it")
+        old = _preset_change(name, text, override)
         _PRESETS[name] = text
+    return None if old is None else json.loads(old)
 
 
 def get_preset(name: str) -> BackendConfig:
@@ -320,7 +488,7 @@ def get_preset(name: str) -> BackendConfig:
         text = _PRESETS.get(name)
         known = ", ".join(sorted(_PRESETS))
     if text is None:
-        _fail(f"unknown preset {name!r}; known presets: {known}")
+        _fail(f"unknown preset {quote(name)}; known presets: {known}")
     return json.loads(text)
 
 
@@ -339,3 +507,4 @@ for _name, _cfg in {
     "nvcc": {"compiler": "nvcc"},
 }.items():
     register_preset(_name, _cfg)
+_BUILTIN = frozenset(_PRESETS)

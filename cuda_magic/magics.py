@@ -7,7 +7,13 @@ The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.compari
 
 from __future__ import annotations
 
+import argparse
+import builtins
 import json
+import keyword
+import re
+import sys
+import unicodedata
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -20,12 +26,14 @@ from . import cell as _cell
 from . import comparison as _comparison
 from .compile.arch import detect_arch
 from .compile.backends import CompileError
-from .compile.compiler import CompilationResult, set_cache_dir
-from .config import KEYS, ConfigError, from_json, get_preset, register_preset
-from .config import validate as validate_config
+from .compile.compiler import CompilationResult, complete, set_cache_dir
 from .compile.headers import define_header, header_users, note_users
+from .config import (KEYS, ConfigError, check_preset, clip, from_json, get_preset, printable,
+                     quote, register_preset, resolve)
+from .config import validate as validate_config
 from .display import ConfigView, ErrorView, HeaderView, view
 from .display.compare import CompareView
+from .runtime import Kernel
 from .variants import TOGGLES
 
 _LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas")
@@ -51,9 +59,49 @@ def config_options(func):
     return func
 
 
-def _parse(magic, line: str, prefix: str = "%"):
-    """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value."""
-    tokens = arg_split(line, posix=True)
+def _usage(magic) -> str:
+    """``%%cuda [--arch ARCH] ...``: the magic's usage line with its own prefix."""
+    usage = magic.parser.format_usage().strip().lstrip(":").strip().lstrip("%")
+    owner = getattr(magic, "__self__", None)
+    cell = owner is not None and any(m == magic for m in owner.magics.get("cell", {}).values())
+    return ("%%" if cell else "%") + usage
+
+
+def _malformed(parser, args) -> str | None:
+    """The first option whose value argparse left in a shape no option takes (``--nvrtc=--``
+    comes back as ``[]``), or None."""
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if value is None or isinstance(value, (bool, str)) or action.dest == "help":
+            continue
+        single = action.nargs in (None, "?")
+        items = value if isinstance(action, argparse._AppendAction) else [value]
+        for item in items:
+            ok = isinstance(item, str) if single else \
+                isinstance(item, list) and item and all(isinstance(x, str) for x in item)
+            if not ok:
+                return "/".join(action.option_strings) or action.dest
+    return None
+
+
+def _parse(magic, line: str, prefix: str | None = None):
+    """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value.
+
+    Every failure is a :class:`UsageError` ending with the magic's usage line (``prefix``, when
+    given, replaces the ``%``/``%%`` the magic's kind implies).
+    """
+    usage = _usage(magic)
+    if prefix is not None:
+        usage = prefix + usage.lstrip("%")
+
+    def fail(message: str):
+        raise UsageError(printable(f"{clip(message, 300)}\nusage: {usage}"))
+
+    try:
+        tokens = arg_split(line, posix=True)
+    except ValueError as exc:   # shlex: an unclosed quote, a trailing backslash
+        fail(f"{str(exc).lower()} in {quote(line, 120)}: close each quote and escape a lone "
+             f"backslash (\\\\)")
     merged = []
     it = iter(tokens)
     for tok in it:
@@ -63,16 +111,113 @@ def _parse(magic, line: str, prefix: str = "%"):
         else:
             merged.append(tok)
     try:
-        return magic.parser.parse_args(merged)
+        args = magic.parser.parse_args(merged)
     except UsageError as exc:
-        usage = magic.parser.format_usage().strip().lstrip(":").strip()  # "%name [--opt ...]"
-        raise UsageError(f"{exc}\nusage: {prefix}{usage}") from None
+        fail(str(exc))
+    bad = _malformed(magic.parser, args)
+    if bad:
+        fail(f"argument {bad}: expected a value, e.g. {bad.split('/')[0]} VALUE "
+             f"(a value that starts with '-' goes in quotes, or as {bad.split('/')[0]}=VALUE)")
+    return args
 
 
 def _layer(args) -> dict:
     return _cell.line_config(arch=args.arch, compiler=args.compiler,
                              target_format=args.target_format, nvrtc=args.nvrtc, nvcc=args.nvcc,
                              ptxas=args.ptxas, backend_config=args.backend_config)
+
+
+# ---- names bound in the user namespace ------------------------------------------------------
+
+# IPython's own names beside shell.user_ns_hidden: history (_, __, ___, _i, _ii, _iii, _iN, _N,
+# _ih, _oh, _dh), exit/quit, get_ipython, In/Out, and every __dunder__ (__builtins__, __name__...).
+_SHELL_NAMES = re.compile(r"_{1,3}|_i{1,3}|_i\d+|_\d+|_[iod]h|_exit_code|get_ipython|In|Out|exit"
+                          r"|quit|__\w+__")
+
+
+def _shell_owns(shell, name: str) -> bool:
+    """Whether ``name`` is one of IPython's own names, which cuda-magic never binds."""
+    return name in shell.user_ns_hidden or _SHELL_NAMES.fullmatch(name) is not None
+
+
+def _check_name(shell, name: str | None) -> None:
+    """``--name``: a Python identifier (not a keyword) that is not one of the shell's names."""
+    if name is None:
+        return
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"--name {quote(name, 40)}: give a Python name (letters, digits and _, "
+                         f"not starting with a digit, not a keyword)")
+    plain = unicodedata.normalize("NFKC", name)
+    if plain != name:
+        raise UsageError(f"--name {quote(name, 40)}: Python reads this name as {quote(plain, 40)}; "
+                         f"write it that way")
+    if _shell_owns(shell, name):
+        raise UsageError(f"--name {quote(name, 40)}: that name belongs to IPython; pick another")
+
+
+def _note(text: str) -> None:
+    """One line in the cell's output (stderr), for what a cell did to the user's names."""
+    print(f"%%cuda: {text}", file=sys.stderr)
+
+
+def _kind(obj) -> str:
+    cls = type(obj)
+    return cls.__qualname__ if cls.__module__ == "builtins" else \
+        f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _bind(shell, module, name: str | None, kernels: bool) -> None:
+    """Bind the module's kernels (``kernels``) and the module (``--name``) in the user namespace.
+
+    A kernel whose Python name is one of IPython's own (or a keyword) is not bound; one that
+    replaces a variable that is not a Kernel, or hides a Python built-in, is bound with a note.
+    """
+    ns, bound, notes = shell.user_ns, {}, []
+    via = f"{name}[{{!r}}]" if name else "m[{!r}] (bind the module with --name m)"
+    for pyname, kernel in (module.python_names() if kernels else {}).items():
+        if _shell_owns(shell, pyname) or keyword.iskeyword(pyname):
+            notes.append(f"kernel {quote(pyname)} is not bound: that name belongs to "
+                         f"{'Python' if keyword.iskeyword(pyname) else 'IPython'}; use "
+                         + via.format(pyname))
+            continue
+        if pyname == name:
+            notes.append(f"--name {name} binds the module, not kernel {quote(pyname)}; use "
+                         + via.format(pyname))
+            continue
+        if pyname in ns and not isinstance(ns[pyname], Kernel):
+            notes.append(f"kernel {quote(pyname)} replaces your variable {pyname} "
+                         f"({_kind(ns[pyname])})")
+        elif pyname not in ns and hasattr(builtins, pyname):
+            notes.append(f"kernel {quote(pyname)} hides Python's built-in {pyname}; `del {pyname}` "
+                         f"brings it back")
+        bound[pyname] = kernel
+    ns.update(bound)
+    if name:
+        ns[name] = module
+    for text in notes:
+        _note(text)
+
+
+# ---- %cuda_config: check everything, then commit ------------------------------------------
+
+def _check_session(defaults: dict, preset: str | None, preset_config: dict | None) -> None:
+    """Resolve and complete the session as a cell with no options would (a missing arch with no
+    GPU to detect one is fine here); raise the first error."""
+    layers = [(f"preset:{preset}", preset_config)] if preset else []
+    resolved = resolve(*layers, ("session", defaults))
+    try:
+        complete(resolved)
+    except ConfigError as exc:
+        if exc.key != "arch" or "arch" in resolved:
+            raise
+
+
+def _changes(old: dict, new: dict) -> str:
+    """``arch 'sm_80' -> 'sm_89', ptxas (unset) -> ['-v']``."""
+    def shown(cfg, key):
+        return repr(cfg[key]) if key in cfg else "(unset)"
+    return ", ".join(f"{key} {shown(old, key)} -> {shown(new, key)}"
+                     for key in KEYS if old.get(key) != new.get(key))
 
 
 @magics_class
@@ -113,7 +258,8 @@ class CudaMagics(Magics):
     @config_options
     @argument("--instantiate", action="append", metavar='"NAME<T>"',
               help='instantiate a template kernel, e.g. --instantiate "axpy<float>" (repeatable)')
-    @argument("--name", help="also bind the compiled module under this name")
+    @argument("--name", help="also bind the compiled module under this Python name (not one of "
+                              "IPython's own: In, Out, _, get_ipython...)")
     @argument("--compile-only", action="store_true",
               help="compile and show; bind no kernels and do not load anything on the GPU")
     @argument("--force", action="store_true", help="recompile even if the cache has this build")
@@ -136,7 +282,12 @@ class CudaMagics(Magics):
 
         The kernels bound are the kernel entries of the binary, under their
         C++ names (``a::k`` -> ``a_k`` and overloads with their parameter
-        types where names clash; ``m.bindings`` says which).  Under NVRTC,
+        types where names clash; ``m.bindings`` says which).  A kernel named
+        like one of IPython's own names (``In``, ``Out``, ``_``, ``_i1``,
+        ``get_ipython``, ``exit``, ``__builtins__``...) or a Python keyword is
+        not bound (reach it as ``m["In"]`` with ``--name m``); one line on
+        stderr says so, and says when a kernel replaces a variable of yours
+        that is not a kernel or hides a Python built-in.  Under NVRTC,
         ``<cstdio>``, ``<cstdint>``, ``<cmath>``... are supplied in memory;
         ``#include "NAME.cuh"`` finds ``%%cuda_header`` cells and your files,
         and editing any of them makes the next run compile.
@@ -164,7 +315,8 @@ class CudaMagics(Magics):
 
             axpy_float[...](...);  m["axpy<float>"]
         """
-        args = _parse(self.cuda, line, "%")
+        args = _parse(self.cuda, line)
+        _check_name(self.shell, args.name)
         try:
             module = _cell.build(cell, _layer(args), session=self.defaults,
                                  preset=args.preset or self.preset,
@@ -174,10 +326,7 @@ class CudaMagics(Magics):
             display(ErrorView(exc))
             exc.shown = True
             raise
-        if not args.compile_only:
-            self.shell.user_ns.update(module.python_names())
-        if args.name:
-            self.shell.user_ns[args.name] = module
+        _bind(self.shell, module, args.name, kernels=not args.compile_only)
         used = {n for r in module.results for n in r.inputs.session}
         if used:
             kernels = ", ".join(module.python_names()) or "no kernels"
@@ -207,7 +356,7 @@ class CudaMagics(Magics):
             #include "factor.cuh"
             extern "C" __global__ void scale(float* x) { x[threadIdx.x] *= FACTOR; }
         """
-        args = _parse(self.cuda_header, line, "%%")
+        args = _parse(self.cuda_header, line)
         changed = define_header(args.name, cell)
         return HeaderView(args.name, cell, changed, header_users(args.name))
 
@@ -228,7 +377,8 @@ class CudaMagics(Magics):
                    "denormals) or random")
     @argument("--diff", choices=("side", "unified"), default="side", help="SASS diff layout")
     @argument("--ptx", action="store_true", help="also show the PTX diff")
-    @argument("--name", help="also bind the comparison under this name")
+    @argument("--name", help="also bind the comparison under this Python name (not one of "
+                              "IPython's own)")
     @argument("--force", action="store_true", help="recompile even if the cache has these builds")
     @cell_magic
     def cuda_compare(self, line, cell):
@@ -261,7 +411,8 @@ class CudaMagics(Magics):
 
             x = cuda_magic.denormals(256)     # subnormals, FLT_MIN, zeros, negatives
         """
-        args = _parse(self.cuda_compare, line, "%%")
+        args = _parse(self.cuda_compare, line)
+        _check_name(self.shell, args.name)
         recipe = _comparison.Recipe(cell, _layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
         try:
@@ -283,6 +434,8 @@ class CudaMagics(Magics):
     @argument("--json", action="store_true", help="print the resolved config as canonical JSON")
     @argument("--register-preset", nargs=2, metavar=("NAME", "JSON"),
               help="register a preset from a JSON config")
+    @argument("--override", action="store_true",
+              help="let --register-preset replace a preset you registered before")
     @line_magic
     def cuda_config(self, line):
         """Show or set the session defaults.
@@ -291,39 +444,86 @@ class CudaMagics(Magics):
         each key with the layer that set it.  The ``%%cuda`` config flags set
         session defaults; ``--preset NAME`` sets the session preset.
 
+        A line takes effect whole or not at all: the resulting session (built-in
+        defaults < preset < session, completed as a cell would be) is checked
+        before anything is kept, so ``--target-format fatbin`` under NVRTC is
+        refused and the session stays as it was.  An arch that is not set is fine
+        here (cells then need a GPU to detect it, or ``--arch``).
+
+        ``--register-preset NAME JSON`` adds a preset; the identical declaration
+        again changes nothing.  Redefining one you registered needs
+        ``--override``, and prints what changed.  The built-in presets (ampere,
+        ada, hopper, blackwell, precise, nvcc) cannot be redefined: register
+        yours under another name.  The preset is kept only if the rest of the
+        line is.
+
         Examples::
 
             %cuda_config --arch sm_90a --nvrtc "--use_fast_math --ftz=false"
             %cuda_config --preset hopper
             %cuda_config --unset nvrtc
             %cuda_config --register-preset mine '{"cuda": {"ptxas": ["-v"]}}'
+            %cuda_config --register-preset mine '{"cuda": {"ptxas": []}}' --override --preset mine
             %cuda_config --json
             %cuda_config --reset
         """
-        args = _parse(self.cuda_config, line, "")
+        args = _parse(self.cuda_config, line)
+        if args.override and not args.register_preset:
+            raise UsageError("--override replaces a preset: use it with --register-preset NAME JSON")
+        # Work on copies; nothing is kept until the whole line has been checked.
         defaults, preset = dict(self.defaults), self.preset
         if args.reset:
             defaults, preset = {}, None
         for key in args.unset or ():
             if key not in KEYS:
-                raise UsageError(f"--unset {key}: unknown key; the keys are {', '.join(KEYS)}")
+                raise UsageError(f"--unset {quote(key)}: unknown key; the keys are {', '.join(KEYS)}")
             defaults.pop(key, None)
         layer = _layer(args)
         defaults.update(layer)
+        pending = None      # (name, declaration it replaces or None, new declaration)
         if args.register_preset:
             name, text = args.register_preset
-            register_preset(name, from_json(text), override=True)
+            try:
+                pending = (name, *check_preset(name, from_json(text), override=args.override))
+            except ConfigError as exc:
+                message = str(exc).replace("pass override=True", "add --override")
+                raise ConfigError(f"--register-preset {quote(name, 40)}: {message}",
+                                  exc.key) from None
         if args.preset:
-            get_preset(args.preset)
             preset = args.preset
+        if preset is not None and pending and preset == pending[0]:
+            preset_config = pending[2]
+        elif preset is not None:
+            try:
+                preset_config = get_preset(preset)
+            except ConfigError as exc:
+                raise ConfigError(f"--preset {quote(preset, 40)}: {exc}") from None
+        else:
+            preset_config = None
+        changes = bool(args.reset or args.unset or layer or args.preset or pending)
+        try:
+            if changes:    # showing a session that went bad another way (%config) still works
+                _check_session(defaults, preset, preset_config)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (nothing was changed)", exc.key) from None
+
+        if pending:
+            register_preset(pending[0], pending[2], override=args.override)
         self.defaults, self.preset = defaults, preset
+
+        if pending:
+            name, old, new = pending
+            if old is not None:
+                note = f"preset {name!r} overridden: {_changes(old, new)}"
+            else:
+                note = f"registered preset {name!r}: {new}"
+            if preset == name and old is not None:
+                note += " (the session's preset)"
+            print(note, file=sys.stderr if args.json else sys.stdout)
         if args.json:
             print(json.dumps({"cuda": _cell.session_config(defaults, preset).config},
                              sort_keys=True, separators=(",", ":")))
-        elif args.register_preset and not (args.reset or args.unset or layer or args.preset):
-            print(f"registered preset {args.register_preset[0]!r}: "
-                  f"{get_preset(args.register_preset[0])}")
-        else:
+        elif not pending or args.reset or args.unset or layer or args.preset:
             display(ConfigView(defaults, preset))
 
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .config import ConfigError, Resolved, canonical_json
+from .config import ConfigError, Resolved, bad_char, canonical_json, load_json, quote
 
 __all__ = ["TOGGLES", "Variant", "state", "set_toggle", "default_variants", "vary", "parse_variant"]
 
@@ -152,22 +152,32 @@ def vary(names: Sequence[str], resolved: Resolved) -> list[Variant]:
     return out
 
 
+MAX_NAME = 80   # characters of a variant name (it labels tabs, columns and messages)
+
+
 def parse_variant(spec: str) -> Variant:
     """``"NAME: JSON"`` -> a Variant whose layer is the JSON config (flat or ``{"cuda": {...}}``).
 
     >>> parse_variant('precise: {"nvrtc": ["--ftz=false"]}').name
     'precise'
+
+    Every problem is a :class:`ConfigError` that quotes at most a capped part of ``spec``.
     """
-    name, sep, text = str(spec).partition(":")
+    if not isinstance(spec, str):
+        raise ConfigError(f"--variant takes 'NAME: JSON' text, not {type(spec).__name__} "
+                          f"{quote(spec)}")
+    name, sep, text = spec.partition(":")
     name = name.strip()
     if not sep or not name or not text.strip() or any(c in name for c in '{}[]"'):
-        raise ConfigError(f"--variant {spec!r}: write it as 'NAME: JSON', e.g. "
+        raise ConfigError(f"--variant {quote(spec)}: write it as 'NAME: JSON', e.g. "
                           "'precise: {\"nvrtc\": [\"--prec-div=true\"]}'")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--variant {name!r}: the config is not valid JSON ({exc.msg} at "
-                          f"column {exc.colno}): {text.strip()}") from None
+    if len(name) > MAX_NAME or not name.isprintable():
+        raise ConfigError(f"--variant {quote(name, 40)}: a variant name is one printable line of "
+                          f"at most {MAX_NAME} characters")
+    bad = bad_char(text)
+    if bad:
+        raise ConfigError(f"--variant {name!r}: the config holds {bad[2]}")
+    data = load_json(text, f"--variant {name!r}: the config")
     try:
         return Variant.of(name, data)
     except ConfigError as exc:

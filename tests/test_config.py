@@ -204,7 +204,9 @@ def test_from_json_nested_form():
 
 def _not_reserved(flag: str) -> bool:
     s = flag.strip()
-    return bool(s) and s.split(None, 1)[0].split("=", 1)[0] not in RESERVED
+    head = s.split(None, 1)[0].split("=", 1)[0] if s else ""
+    return bool(s) and head not in RESERVED \
+        and cfgmod.bad_char(flag) is None   # a NUL or a lone surrogate is no flag
 
 
 _flag = st.text(min_size=1, max_size=12).filter(_not_reserved)

@@ -252,7 +252,7 @@ def test_cuda_config_sets_shows_and_resets(shell, capsys):
 
 
 def test_cuda_config_bad_input(shell):
-    with pytest.raises(UsageError, match="--unset archh: unknown key"):
+    with pytest.raises(UsageError, match="--unset 'archh': unknown key"):
         shell.run_line_magic("cuda_config", "--unset archh")
     with pytest.raises(ConfigError, match="unknown preset 'nope'"):
         shell.run_line_magic("cuda_config", "--preset nope")

@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 import yaml
 
 from ..compile.compiler import CompilationResult, compile_resolved, complete
-from ..config import LIST_KEYS, ConfigError, Resolved, get_preset, parse_backend_config, \
-    resolve, validate
+from ..config import LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
+    parse_backend_config, quote, resolve, validate
 from ..runtime import Kernel, Param
 from . import bind, signature
 from .bind import Binding
@@ -48,35 +48,107 @@ class ParsedCell:
     kernel_headers: dict               # kernel declaration line -> (layer, {key: line})
 
 
+class _HeaderLoader(yaml.SafeLoader):
+    """YAML for ``//|`` headers: no anchors or aliases (a few bytes of them expand to gigabytes),
+    and a typed scalar that cannot be read (``!!bool maybe``) is a YAML error at its line."""
+
+    MAX_DEPTH = 32      # nesting a header may use (a config needs 3)
+    MAX_NUMBER = 64     # digits of a number (no key takes one; a long one is slow to convert)
+    depth = 0
+
+    def fetch_flow_collection_start(self, TokenClass):
+        # Checked while scanning: the scanner looks ahead across every open '[' / '{' at each
+        # token, so deep flow nesting is quadratic before the composer sees the first node.
+        if self.flow_level >= self.MAX_DEPTH:
+            raise yaml.scanner.ScannerError(None, None, f"it is nested more than {self.MAX_DEPTH} "
+                                            f"deep", self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in a //| header",
+                event.start_mark)
+        if self.depth >= self.MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"it is nested more than {self.MAX_DEPTH} deep", event.start_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node, deep=False):
+        if isinstance(node, yaml.ScalarNode) and len(node.value) > self.MAX_NUMBER and \
+                node.tag.rsplit(":", 1)[-1] in ("int", "float"):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value)} characters is no config value",
+                node.start_mark)
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, IndexError):
+            tag = node.tag.rsplit(":", 1)[-1]
+            what = f" {quote(node.value, 60)}" if isinstance(node, yaml.ScalarNode) else ""
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read the {tag} value{what}", node.start_mark) from None
+
+
+def _load_header(text: str) -> tuple[object, dict[str, int]]:
+    """The YAML of a header and, per top-level key (as written), the 0-based line it is on."""
+    loader = _HeaderLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        rows = {}
+        if isinstance(node, yaml.MappingNode):
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    rows[key.value] = key.start_mark.line
+        return loader.construct_document(node), rows
+    finally:
+        loader.dispose()
+
+
 def _header(lines: list[str], first: int) -> tuple[dict, dict]:
     """Parse consecutive ``//|`` lines starting at cell line ``first`` as YAML."""
     body = [ln.strip()[len(HEADER):] for ln in lines]
     body = [b[1:] if b.startswith(" ") else b for b in body]
+
+    def fail(problem: str, row: int = 0):
+        row = min(max(row, 0), len(lines) - 1)
+        raise CellError(f"the //| header is not valid YAML ({problem}): {quote(lines[row].strip())}",
+                        first + row)
+
+    text = "\n".join(body)
     try:
-        data = yaml.safe_load("\n".join(body))
+        data, rows = _load_header(text)
+    except yaml.reader.ReaderError as exc:   # a character YAML refuses (control characters)
+        char = ascii(chr(exc.character)) if isinstance(exc.character, int) else "?"
+        fail(f"it holds the character {char}", text.count("\n", 0, exc.position))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = first + mark.line if mark is not None else first
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CellError(f"the //| header is not valid YAML ({problem}): {lines[line - first].strip()}",
-                        line) from None
+        fail(clip(problem, 120), mark.line if mark is not None else 0)
+    except RecursionError:
+        fail("it is nested too deeply")
     if data is None:
         return {}, {}
     if not isinstance(data, dict):
         raise CellError(f"a //| header holds 'key: value' lines, e.g. '//| arch: sm_90a'; got "
-                        f"{lines[0].strip()!r}", first)
-    where = {}
-    for key in data:
-        for i, b in enumerate(body):
-            if re.match(rf"\s*{re.escape(str(key))}\s*:", b):
-                where[key] = first + i
-                break
-        else:
-            where[key] = first
+                        f"{quote(lines[0].strip())}", first)
+    where = {key: first + rows.get(str(key), 0) for key in data}
     for key, value in data.items():
         if key in LIST_KEYS and isinstance(value, str):
+            try:
+                items = ", ".join(shlex.split(value))
+            except ValueError:   # an unbalanced quote: show the form, not the value
+                items = ""
             raise CellError(f"'{key}' is a list of flags: write it as a YAML list, e.g. "
-                            f"'//| {key}: [{', '.join(shlex.split(value)) or '--use_fast_math'}]'",
+                            f"'//| {key}: [{clip(items, 120) or '--use_fast_math'}]'",
                             where[key], key)
     try:
         return validate(data), where
@@ -84,11 +156,28 @@ def _header(lines: list[str], first: int) -> tuple[dict, dict]:
         raise CellError(str(exc), where.get(exc.key, first), exc.key) from None
 
 
+def check_text(text: str, what: str = "the cell") -> None:
+    """A :class:`CellError` at the line of the first NUL or lone surrogate in ``text``: NVRTC
+    would stop reading at a NUL, and a lone surrogate cannot be encoded for any compiler."""
+    bad = bad_char(text)
+    if bad:
+        line, column, kind = bad
+        raise CellError(f"{what} holds {kind} at column {column}; compilers cannot read it", line)
+
+
+def _lines(text: str) -> list[str]:
+    """The cell's lines as compilers count them (on ``\\n`` only, not form feeds or U+2028)."""
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+
+
 @functools.lru_cache(maxsize=64)
 def parse_cell(text: str) -> ParsedCell:
     """Find the cell header, the kernels and each kernel's ``//|`` block (cached by text: an
     unchanged re-run parses nothing)."""
-    lines = text.splitlines()
+    if not isinstance(text, str):
+        raise CellError(f"a cell is text, not {type(text).__name__}")
+    check_text(text)
+    lines = _lines(text)
     is_header = [ln.lstrip().startswith(HEADER) for ln in lines]
     # The cell header: the //| lines at the top (blank lines before them are allowed).
     top = 0
@@ -102,7 +191,8 @@ def parse_cell(text: str) -> ParsedCell:
     try:
         kernels = find_kernels(text)
     except SignatureError as exc:
-        raise CellError(str(exc).split(": ", 1)[-1] if exc.line else str(exc), exc.line) from None
+        why = str(exc).split(": ", 1)[-1] if exc.line else str(exc)
+        raise CellError(clip(why, 400), exc.line) from None
     kernel_headers = {}
     for k in kernels:
         i = k.line - 2            # the line above the declaration, 0-based
@@ -131,6 +221,13 @@ def line_config(*, arch: str | None = None, compiler: str | None = None,
     A key given twice (a flag and the JSON) is an error.
     """
     out: dict = {}
+    for key, value in (("arch", arch), ("compiler", compiler), ("target_format", target_format),
+                       ("nvrtc", nvrtc), ("nvcc", nvcc), ("ptxas", ptxas),
+                       ("backend_config", backend_config)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"--{key.replace('_', '-')} takes one string, not "
+                              f"{type(value).__name__} {quote(value)}",
+                              key if key != "backend_config" else None)
     for key, value in (("arch", arch), ("compiler", compiler), ("target_format", target_format)):
         if value is not None:
             out[key] = value
@@ -139,7 +236,9 @@ def line_config(*, arch: str | None = None, compiler: str | None = None,
             try:
                 out[key] = shlex.split(value)
             except ValueError as exc:
-                raise ConfigError(f"--{key} {value!r}: {exc}", key) from None
+                raise ConfigError(f"--{key} {quote(value)}: {str(exc).lower()}; the value is "
+                                  f"split like a shell line: close each quote, escape a lone "
+                                  f"backslash", key) from None
     if backend_config is not None:
         nested = parse_backend_config(backend_config)
         for key in nested:
@@ -308,8 +407,8 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
             pyname, _ = signature.instantiate(decl, spelling)
         except SignatureError as exc:
             why = str(exc).split(": ", 1)[-1] if exc.line else str(exc)
-            why = why.split(f"'{spelling}': ", 1)[-1]
-            raise CellError(f"--instantiate {spelling!r}: {why}", decl.line) from None
+            why = clip(why.split(f"'{spelling}': ", 1)[-1], 300)
+            raise CellError(f"--instantiate {quote(spelling)}: {why}", decl.line) from None
         instances[spelling.strip()] = (pyname, decl)
 
     # One build per distinct config; a kernel's //| block makes its own.
@@ -354,6 +453,8 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
                  if d.template and d.line not in matched]
     missing = [f"{d.qualified} (line {d.line})" for d in parsed.kernels
                if not d.template and d.definition and d.line not in matched]
+    if missing and not any(r.entries for r in results):
+        _no_kernels(parsed, results, missing)
     module = Module(text, parsed, options, entries, results, of, cell_config, templates, missing)
     if load and module.kernels:
         try:
@@ -361,6 +462,20 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
         except Exception as exc:  # a GPU that cannot run this arch, no driver, ...
             module.load_error = exc
     return module
+
+
+def _no_kernels(parsed: ParsedCell, results, missing: Sequence[str]) -> None:
+    """The cell defines kernels but no binary holds one (a flag such as -fdevice-syntax-only, or
+    an #if, kept them out): an error naming the flags, never an empty module bound silently."""
+    def flags(r) -> str:
+        items = r.config.get(r.compiler, [])
+        return f"{r.compiler} {' '.join(shlex.quote(f) for f in items) if items else '(none)'}"
+    used = "; ".join(dict.fromkeys(flags(r) for r in results))
+    first = next((d.line for d in parsed.kernels if not d.template and d.definition), None)
+    names = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    raise CellError(f"the compiled binary holds no kernel, but the cell defines {names}; "
+                    f"flags used: {used}. A flag or an #if kept the kernels out of the binary.",
+                    first)
 
 
 def _bindings(results, owner_of: Sequence[int], decls: Sequence[KernelDecl], instances, home: int):
@@ -390,7 +505,8 @@ def _template_for(decls: Sequence[KernelDecl], spelling: str) -> KernelDecl:
     scoped = [d for d in found if d.qualified.endswith(head.lstrip(":")) or "::" not in head]
     if not (scoped or found):
         others = [d.qualified for d in decls if d.template]
-        raise CellError(f"--instantiate {spelling!r}: the cell has no template kernel '{head}'"
+        raise CellError(f"--instantiate {quote(spelling)}: the cell has no template kernel "
+                        f"{quote(head, 80)}"
                         + (f"; its templates: {', '.join(others)}" if others else ""))
     return (scoped or found)[0]
 

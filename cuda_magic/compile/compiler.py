@@ -18,11 +18,13 @@ from .arch import detect_arch
 from .backends import CompileError, Output, get_backend
 from .cache import Cache
 from . import headers as _headers
-from ..config import BackendConfig, ConfigError, Resolved, get_preset, parse_backend_config, resolve
+from ..config import BackendConfig, ConfigError, Resolved, bad_char, get_preset, \
+    parse_backend_config, quote, resolve
 from .ptxas import Resources, parse_ptxas
 
 __all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",
-           "resolve_layers", "complete", "set_cache_dir", "clear_cache", "cache", "match_symbol"]
+           "resolve_layers", "complete", "set_cache_dir", "set_cache_limit", "clear_cache", "cache",
+           "match_symbol"]
 
 NO_ARCH = ("no 'arch' is set and no GPU was found to detect one; set it, e.g. "
            "%%cuda --arch sm_90a, %cuda_config --arch sm_90a, a '//| arch: sm_90a' "
@@ -111,22 +113,54 @@ class CompilationResult:
                 f"{self.format} {len(self.binary)} bytes, {hit}; kernels: {kernels or 'none reported'}>")
 
 
+def _source_name(symbol: str, pos: int) -> tuple[str, int] | None:
+    """The Itanium ``<source-name>`` (``<length><identifier>``) at ``pos``: (identifier, end)."""
+    end = pos
+    while end < len(symbol) and "0" <= symbol[end] <= "9" and end - pos < 9:
+        end += 1
+    if end == pos or symbol[pos] == "0":
+        return None
+    n = int(symbol[pos:end])
+    ident = symbol[end:end + n]
+    return (ident, end + n) if len(ident) == n else None
+
+
+def _mangles(symbol: str, parts: list[str]) -> bool:
+    """Whether ``symbol`` is the Itanium mangling of a function named ``parts`` (``["ns", "k"]``:
+    the trailing components of its qualified name).  One pass over the symbol: linear time."""
+    if not symbol.startswith("_Z"):
+        return False
+    pos = 3 if symbol.startswith("_ZL") else 2
+    if symbol.startswith("N", pos):
+        names, pos = [], pos + 1
+        while (got := _source_name(symbol, pos)) is not None:
+            ident, pos = got
+            names.append(ident)
+        return symbol.startswith("E", pos) and len(names) >= len(parts) and \
+            names[len(names) - len(parts):] == parts
+    got = _source_name(symbol, pos)
+    return len(parts) == 1 and got is not None and got[0] == parts[0]
+
+
 def match_symbol(name: str, symbols) -> str | None:
     """Find kernel ``name`` among binary symbols: itself (extern "C") or its one mangled form.
 
     ``_Z5scalePKfPffi`` matches ``scale``; so does ``_ZN2ns5scaleEPf`` (in a
-    namespace).  Several overloads of one name are ambiguous: ``None``.
+    namespace), which ``ns::scale`` matches too.  Several overloads of one name are
+    ambiguous: ``None``.  The Itanium length prefixes are read, not searched for, so the
+    time is linear in the symbols' length.
     """
-    symbols = list(symbols)
+    symbols = [s for s in symbols if isinstance(s, str)]
     if name in symbols:
         return name
-    plain = re.compile(rf"_Z{len(name)}{re.escape(name)}")
-    nested = re.compile(rf"_ZN(?:\d+\w+?)*?{len(name)}{re.escape(name)}E")
-    found = [s for s in symbols if plain.match(s) or nested.match(s)]
+    parts = [p.strip() for p in str(name).strip().removeprefix("::").split("::")]
+    if not all(parts):
+        return None
+    found = [s for s in symbols if _mangles(s, parts)]
     return found[0] if len(found) == 1 else None
 
 
-_CACHE = Cache(os.environ.get("CUDA_MAGIC_CACHE_DIR") or None)
+_CACHE = Cache(os.environ.get("CUDA_MAGIC_CACHE_DIR") or None)  # never raises: warns, memory only
 
 
 def _std() -> Mapping[str, str]:
@@ -142,15 +176,31 @@ def cache() -> Cache:
 def set_cache_dir(directory: str | os.PathLike | None) -> None:
     """Also keep compiled binaries on disk in ``directory`` (``None``: memory only).
 
-    The default comes from the ``CUDA_MAGIC_CACHE_DIR`` environment variable.
+    The default comes from the ``CUDA_MAGIC_CACHE_DIR`` environment variable.  The
+    path is made absolute (``~`` expanded) now, so a later ``%cd`` does not move it.
+    A directory that does not exist is created 0700; an existing one is used as it is
+    (never chmodded) if it is this user's and nobody else can write it, otherwise this
+    warns (``RuntimeWarning``) and the cache stays in memory only.  See docs/cache.md.
+    The in-memory entries start afresh; the memory limit is kept.
     """
     global _CACHE
-    _CACHE = Cache(directory, _CACHE.max_entries)
+    _CACHE = Cache(directory, _CACHE.max_entries, max_bytes=_CACHE.max_bytes,
+                   max_entry_bytes=_CACHE.max_entry_bytes)
 
 
-def clear_cache() -> None:
-    """Forget every in-memory entry (disk entries stay)."""
+def set_cache_limit(nbytes: int) -> None:
+    """Bound the in-memory compile cache at ``nbytes`` (default 256 MiB; 0 keeps
+    nothing).  Each result counts its source, binary, log, PTX and derived text (SASS);
+    the least recently used go first.  Kept across :func:`set_cache_dir`."""
+    _CACHE.set_max_bytes(nbytes)
+
+
+def clear_cache(*, disk: bool = False) -> None:
+    """Forget every in-memory entry; with ``disk=True`` also remove the entries of the
+    disk cache directory (only regular files of ours named like entries)."""
     _CACHE.clear()
+    if disk:
+        _CACHE.clear_disk()
 
 
 def resolve_layers(backend_config: Mapping | str | None = None, *, preset: str | None = None,
@@ -273,7 +323,18 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         raise TypeError(f"source must be a str of CUDA C++, not {type(source).__name__}")
     names = tuple(name_expressions)
     if not all(isinstance(n, str) and n for n in names):
-        raise TypeError(f"name_expressions must be non-empty strings, not {names!r}")
+        raise TypeError(f"name_expressions must be non-empty strings, not {quote(names)}")
+    # NVRTC stops reading at a NUL (what follows would silently vanish), and a lone
+    # surrogate cannot be encoded for any compiler: refuse both, naming the line.
+    bad = bad_char(source)
+    if bad:
+        line, column, what = bad
+        raise ConfigError(f"source line {line} holds {what} at column {column}; compilers "
+                          f"cannot read it")
+    for n in names:
+        bad = bad_char(n)
+        if bad:
+            raise ConfigError(f"name expression {quote(n)} holds {bad[2]}")
     resolved = complete(resolved)
     backend = get_backend(resolved["compiler"])
     version = backend.version()
@@ -289,18 +350,19 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         hit = _CACHE.get(key)
         if hit is not None:
             return replace(hit, config=resolved, cache_hit=True, cache_note="")
-        record = _CACHE.load(key)
-        try:
-            out = Output(record["binary"], record["format"], tuple(record["argv"]), record["log"],
-                         tuple((k, v) for k, v in record["lowered_names"]), record["ptx"])
-            elapsed = float(record["compile_time"])
-        except (TypeError, KeyError, ValueError):  # absent, or an entry of another shape: rebuild
-            pass
-        else:
-            result = _result(source, resolved, out, backend.name, version, elapsed, True, key, names,
-                             inputs)
-            _CACHE.put(key, replace(result, cache_hit=False))
-            return result
+        # verified (HMAC over key and entry) and shape-checked by the cache, or None: rebuild
+        record = _CACHE.load(key, expect={"compiler": backend.name, "version": version})
+        if record is not None:
+            try:
+                out = Output(record["binary"], record["format"], tuple(record["argv"]),
+                             record["log"], record["lowered_names"], record["ptx"])
+                result = _result(source, resolved, out, backend.name, version,
+                                 float(record["compile_time"]), True, key, names, inputs)
+            except (TypeError, KeyError, ValueError, AttributeError):
+                pass
+            else:
+                _CACHE.put(key, replace(result, cache_hit=False))
+                return result
     start = time.perf_counter()
     extra = {"headers": inputs.memory} if inputs.memory else {}
     if backend.pch:
@@ -319,7 +381,8 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     _CACHE.put(key, result)
     _CACHE.store(key, {"binary": out.binary, "format": out.format, "argv": list(out.argv),
                        "log": out.log, "lowered_names": [list(p) for p in out.lowered_names],
-                       "ptx": out.ptx, "compile_time": elapsed})
+                       "ptx": out.ptx, "compile_time": elapsed, "compiler": backend.name,
+                       "version": version})
     return result
 
 

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from ..config import ConfigError
+from ..config import ConfigError, bad_char, quote
 
 __all__ = ["define_header", "remove_header", "session_headers", "header_users", "note_users",
            "toolkit_dirs", "toolkit_identity", "Inputs", "scan", "search_dirs"]
@@ -45,11 +45,15 @@ def define_header(name: str, text: str) -> bool:
     Returns whether the text changed (a new header, or new text for an old one).
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name.split("/"):
-        raise ConfigError(f"header name {name!r}: use a relative file name such as 'factor.cuh' "
+        raise ConfigError(f"header name {quote(name, 80)}: use a relative file name such as 'factor.cuh' "
                           "or 'lib/util.cuh' (letters, digits, _ . + -, '/' between parts)",
                           "header")
     if not isinstance(text, str):
         raise TypeError(f"header text must be a str, not {type(text).__name__}")
+    bad = bad_char(text)
+    if bad:     # NVRTC would stop reading at a NUL
+        raise ConfigError(f"header {name!r} line {bad[0]}, column {bad[1]}: {bad[2]} cannot be "
+                          f"compiled", "header")
     with _LOCK:
         changed = _SESSION.get(name) != text
         _SESSION[name] = text

@@ -14,6 +14,7 @@ import sys
 from .. import inspect
 from ..compile.backends import CompileError
 from ..cell import session_config
+from ..config import printable
 from . import html, text
 from .content import Build, Content, Entry, argv_text, content
 
@@ -76,7 +77,7 @@ class CellView:
         return cell_widget(self)
 
     def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
+        p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
         return self.html()
@@ -105,7 +106,7 @@ class ErrorView:
         return f"{self.error}\nargv: {argv_text(self.error.argv)}"
 
     def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
+        p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
         return html.error(self.error)
@@ -127,7 +128,7 @@ class HeaderView:
         return f"{head}\nincluded by: {', '.join(self.users)}{after}"
 
     def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
+        p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
         head, rest = self.text().split("\n", 1)
@@ -154,7 +155,7 @@ class ConfigView:
         return "\n".join([self._lead(), text.config([("resolved", self.resolved)]), *self._missing()])
 
     def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
+        p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
         body = html.config([("resolved", self.resolved)], lead=html.note(self._lead(), ""))
@@ -243,7 +244,7 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         body = text.numbered(c.source)
     elif what == "sass":
         from .sass import annotate
-        body = "\n".join(annotate(v.sass_of(b, e), c.source) for b, e in picked)
+        body = "\n".join(annotate(v.sass_of(b, e), c.source, b.result.inputs) for b, e in picked)
     else:
         body = "\n".join(v.ptx_of(b) for b in builds)
     print(body.rstrip("\n"), file=out)

@@ -63,13 +63,55 @@ def _layer(layer: str | None) -> str:
     return _span(layer, f"color: {colour}; font-weight: bold")
 
 
+# Colours stop after this many lines or characters (pygments takes ~0.1 ms a line: a 4.5 MB cell
+# took 30 s); the rest is shown as plain escaped text in the same box, with a note.
+HIGHLIGHT_LINES = 1500
+HIGHLIGHT_BYTES = 120_000
+
+
+def _capped(code: str) -> tuple[str, list[str]]:
+    """(the part to colour, the remaining lines) under HIGHLIGHT_LINES and HIGHLIGHT_BYTES."""
+    if len(code) <= HIGHLIGHT_BYTES and code.count("\n") < HIGHLIGHT_LINES:
+        return code, []
+    parts = code.split("\n")        # by "\n" only, as pygments numbers lines (not splitlines)
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    n = size = 0
+    for line in lines[:HIGHLIGHT_LINES]:
+        if size + len(line) > HIGHLIGHT_BYTES:
+            break
+        size += len(line)
+        n += 1
+    return "".join(lines[:n]), lines[n:]
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 1e6:.1f} MB" if nbytes >= 1e6 else f"{nbytes / 1e3:.0f} kB"
+
+
 def _highlight(code: str, lexer, linenos: bool = False) -> str:
+    head, rest = _capped(code)
     fmt = HtmlFormatter(noclasses=True, nobackground=True, style=SassStyle if isinstance(
         lexer, SassLexer) else "friendly", linenos="inline" if linenos else False)
-    body = highlight(code, lexer, fmt)
+    body = highlight(head, lexer, fmt) if head else '<div class="highlight"><pre></pre></div>'
     # pygments wraps in <div class="highlight"><pre ...>; give the <pre> our scroll box
-    return body.replace("<pre>", f'<pre style="{PRE}">', 1).replace(
+    body = body.replace("<pre>", f'<pre style="{PRE}">', 1).replace(
         '<pre style="line-height: 125%;">', f'<pre style="{PRE}">', 1)
+    if not rest:
+        return body
+    first = head.count("\n") + 1
+    width = len(str(first + len(rest) - 1))
+    plain = "".join((f" {first + i:>{width}}  " if linenos else "") + escape(line)
+                    for i, line in enumerate(rest))
+    if not plain.endswith("\n"):
+        plain += "\n"
+    cut = body.rindex("</pre>")
+    last = first + len(rest) - 1
+    which = f"line {first} is" if first == last else f"lines {first}–{last} are"
+    lead = note(f"{which} shown without colours: the text is "
+                f"{_size(len(code.encode('utf-8', 'replace')))} in {last} line"
+                f"{'s' if last != 1 else ''}, and colours stop after {HIGHLIGHT_LINES} lines or "
+                f"{_size(HIGHLIGHT_BYTES)} so that the view stays quick")
+    return lead + body[:cut] + plain + body[cut:]
 
 
 # -- sections -----------------------------------------------------------------------------------
@@ -153,9 +195,10 @@ def log(c: Content) -> str:
     return "".join(parts)
 
 
-def sass(text: str, source: str = "") -> str:
-    """Coloured SASS, tidied, with -lineinfo markers quoting the cell's lines."""
-    return _highlight(annotate(text, source), SassLexer())
+def sass(text: str, source: str = "", inputs=None) -> str:
+    """Coloured SASS, tidied, with -lineinfo markers attributed to their files and quoting the
+    lines of the cell and of the headers in ``inputs`` (see :func:`.sass.annotate`)."""
+    return _highlight(annotate(text, source, inputs), SassLexer())
 
 
 def ptx(text: str) -> str:
@@ -163,7 +206,8 @@ def ptx(text: str) -> str:
 
 
 def source(text: str) -> str:
-    return _highlight(text, CudaLexer(), linenos=True)
+    # stripnl=False: pygments would drop leading blank lines and number the cell's lines wrong
+    return _highlight(text, CudaLexer(stripnl=False), linenos=True)
 
 
 def section(title: str, body: str) -> str:
@@ -188,7 +232,7 @@ def page(c: Content, sass_of=None, sass_lines: int = 40) -> str:
                 continue
             if text is None:
                 continue
-            lines = annotate(text, c.source).splitlines()
+            lines = annotate(text, c.source, b.result.inputs).splitlines()
             more = len(lines) - sass_lines
             blocks.append(f'<div style="{MONO}"><b>{escape(e.name)}</b></div>' +
                           _highlight("\n".join(lines[:sass_lines]) + "\n", SassLexer()))
@@ -210,9 +254,8 @@ def error(exc) -> str:
         items.append(_span(text, ERR))
         if lineno is not None and 0 < lineno <= len(src):
             items.append(_span(f"  {lineno:>4} | {src[lineno - 1]}", "font-weight: bold"))
-    head = (f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.what)}</b> · {len(errors)} error'
-            + ("s" if len(errors) != 1 else "") +
-            "</div>")
+    count = f" · {len(errors)} error" + ("s" if len(errors) != 1 else "") if errors else ""
+    head = f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.what)}</b>{count}</div>'
     body = f'<pre style="{PRE}">' + "\n".join(items) + "</pre>" if items else ""
     return (f'<div class="cuda-magic">{head}{body}'
             f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{pre(argv_text(exc.argv), WRAP)}'

@@ -6,13 +6,16 @@ pygments ships lexers for CUDA C++ and PTX but none for SASS.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 
 from pygments.lexer import RegexLexer, bygroups
 from pygments.style import Style
 from pygments.token import Comment, Error, Name, Number, Operator, Punctuation, Text, Token
 
-__all__ = ["SassLexer", "SassStyle", "opcode_class", "annotate", "tidy", "Opcode", "Modifier", "FTZ"]
+__all__ = ["SassLexer", "SassStyle", "opcode_class", "annotate", "tidy", "Files", "Opcode",
+           "Modifier", "FTZ"]
 
 Opcode = Token.Opcode
 Modifier = Token.Modifier
@@ -136,19 +139,94 @@ def tidy(sass: str) -> str:
     return "\n".join(out) + "\n"
 
 
-_MARKER = re.compile(r'^(\s*//## File "[^"]*", line (\d+))(.*)$')
+_MARKER = re.compile(r'^\s*//## File "([^"]*)", line (\d+)'
+                     r'(?: inlined at "([^"]*)", line (\d+))?(.*)$')
+CELL = "cell.cu"
 
 
-def annotate(sass: str, source: str) -> str:
-    """Tidy (see :func:`tidy`) and quote the cell's own line at each ``-lineinfo`` marker:
-    ``//## File "cell.cu", line 3`` becomes ``//## line 3 | int i = ...``."""
+class Files:
+    """Where ``-lineinfo`` markers point: the cell, a header cuda-magic knows (a user header on
+    disk that the compile read, a ``%%cuda_header``, a standard header it supplied), or another
+    file (toolkit headers).  ``lines(name)`` gives ``(label, lines to quote or None)``: the label
+    is ``None`` for the cell, else a short name such as ``helper.cuh``."""
+
+    def __init__(self, source: str, inputs=None, cwd: str | None = None):
+        self.cell = source.splitlines()
+        self.memory = dict(getattr(inputs, "memory", None) or {})      # name -> text
+        self.files = dict(getattr(inputs, "files", None) or ())         # abs path -> sha256
+        self.cwd = cwd or os.getcwd()
+        self._memo: dict[str, tuple[str | None, list[str] | None]] = {}
+
+    def lines(self, name: str) -> tuple[str | None, list[str] | None]:
+        if name not in self._memo:
+            self._memo[name] = self._find(name)
+        return self._memo[name]
+
+    def _find(self, name: str):
+        path = os.path.normpath(name if os.path.isabs(name) else os.path.join(self.cwd, name))
+        if path in self.files:                    # a user header the compile read
+            return self._short(path), self._read(path, self.files[path])
+        if os.path.basename(name) == CELL:        # NVRTC: cwd/cell.cu; nvcc: its removed tmp dir
+            return None, self.cell
+        unix = path.replace(os.sep, "/")
+        for mem in sorted(self.memory, key=len, reverse=True):   # NVRTC: cwd/NAME; nvcc: tmp/NAME
+            if name == mem or unix.endswith("/" + mem):
+                return mem, self.memory[mem].splitlines()
+        return self._short(path), None
+
+    def _short(self, path: str) -> str:
+        try:
+            from ..compile.headers import toolkit_dirs
+            dirs = toolkit_dirs()
+        except Exception:
+            dirs = ()
+        for d in sorted(dirs, key=len, reverse=True):     # the innermost: cuda/std/..., not cccl/
+            if path.startswith(os.path.join(d, "")):
+                return os.path.relpath(path, d)
+        try:
+            rel = os.path.relpath(path, self.cwd)
+        except ValueError:      # another drive (Windows)
+            return path
+        return path if rel.startswith(os.pardir + os.sep + os.pardir) else rel
+
+    @staticmethod
+    def _read(path: str, sha: str) -> list[str] | None:
+        """The file's lines if it still holds what was compiled (else quote nothing)."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != sha:
+            return None
+        return data.decode("utf-8", "replace").splitlines()
+
+
+def _where(files: Files, name: str, line: int) -> tuple[str, str | None]:
+    """(``line 3`` or ``helper.cuh:3``, the quoted line or None)."""
+    label, lines = files.lines(name)
+    text = lines[line - 1].strip() if lines is not None and 0 < line <= len(lines) else None
+    return (f"line {line}" if label is None else f"{label}:{line}"), text
+
+
+def annotate(sass: str, source: str, inputs=None) -> str:
+    """Tidy (see :func:`tidy`) and attribute each ``-lineinfo`` marker to its file, quoting the
+    line: ``//## File "cell.cu", line 3`` becomes ``//## line 3 | int i = ...``; a header's
+    ``//## File ".../helper.cuh", line 3 inlined at ".../cell.cu", line 6`` becomes
+    ``//## helper.cuh:3, inlined at line 6 | return v * 2.0f;``.  Lines are quoted from the cell
+    and from the headers ``inputs`` (:class:`~cuda_magic.compile.headers.Inputs`) names: user
+    headers on disk (while they hold what was compiled), ``%%cuda_header``s and supplied
+    standard headers; other files (the toolkit's) show the location only."""
     sass = tidy(sass)
-    lines = source.splitlines()
+    files = Files(source, inputs)
     out = []
     for line in sass.splitlines():
         m = _MARKER.match(line)
-        if m and 0 < int(m.group(2)) <= len(lines) and not m.group(3).strip():
-            line = f"  //## line {m.group(2)} | {lines[int(m.group(2)) - 1].strip()}"
+        if m and not m.group(5).strip():
+            where, text = _where(files, m.group(1), int(m.group(2)))
+            if m.group(3) is not None:
+                where += ", inlined at " + _where(files, m.group(3), int(m.group(4)))[0]
+            line = f"  //## {where}" + (f" | {text}" if text is not None else "")
         elif m:
             line = "  " + line.strip()
         out.append(line)

@@ -2,7 +2,10 @@
 
 SASS and PTX are computed the first time their tab is shown (nvdisasm takes
 a few hundred milliseconds), with a "working" line meanwhile; a dropdown
-picks the kernel (SASS) or the build (PTX) when there are several.
+picks the kernel (SASS) or the build (PTX) when there are several.  The Source
+tab of a big cell (over :data:`.html.HIGHLIGHT_LINES` lines or
+:data:`.html.HIGHLIGHT_BYTES` bytes) is made the first time it is shown too, and
+colours stop at those limits everywhere (the rest is plain text).
 """
 
 from __future__ import annotations
@@ -53,20 +56,27 @@ def cell_widget(view):
     def sass_page(i: int) -> str:
         if not entries:
             return html.note("no kernels in this cell")
-        return html.sass(view.sass_of(*entries[i]), c.source)
+        return html.sass(view.sass_of(*entries[i]), c.source, entries[i][0].result.inputs)
     sass = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], sass_page,
                      "running nvdisasm", "kernel")
     ptx = LazyPanel(widgets, [b.label for b in c.builds],
                     lambda i: html.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")
+    # The Source tab: coloured now for a usual cell; a big one when the tab is first opened.
+    small = len(c.source) <= html.HIGHLIGHT_BYTES and c.source.count("\n") < html.HIGHLIGHT_LINES
+    source = widgets.HTML(html.source(c.source) if small else
+                          html.note("computed when this tab is opened (a big cell)"))
     children = [widgets.HTML(html.config_of(c)), widgets.HTML(html.resources(c)),
-                widgets.HTML(html.log(c)), sass.box, ptx.box, widgets.HTML(html.source(c.source))]
+                widgets.HTML(html.log(c)), sass.box, ptx.box, source]
     tab = widgets.Tab(children=children, titles=TITLES, selected_index=0)
     lazy = {TITLES.index("SASS"): sass, TITLES.index("PTX"): ptx}
+    pending = {"source": not small}
 
     def opened(change):
         panel = lazy.get(change["new"])
         if panel is not None:
             panel.fill()
+        elif change["new"] == TITLES.index("Source") and pending.pop("source", False):
+            source.value = html.source(c.source)
     tab.observe(opened, names="selected_index")
     box = widgets.VBox([widgets.HTML(html.header(c)), tab])
     box.tab, box.sass, box.ptx = tab, sass, ptx   # for tests and users poking at it

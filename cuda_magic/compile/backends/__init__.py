@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ...config import ConfigError, Error
+from ...config import ConfigError, Error, clip, printable
 
 __all__ = ["Backend", "Output", "CompileError", "ToolNotFoundError", "register_backend",
            "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
@@ -69,17 +69,24 @@ class CompileError(Error, RuntimeError):
                 out.append((None, line))
         return out
 
+    MAX_ERRORS = 20      # compiler error lines a message shows (the log keeps them all)
+    MAX_LINE = 300       # characters of any one log or source line a message shows
+
     def _message(self) -> str:
-        src = self.source.splitlines()
+        src = self.source.split("\n")
         parts = [self.what]
         errors = self.error_lines()
-        for lineno, text in errors:
-            parts.append(text)
+        for lineno, text in errors[:self.MAX_ERRORS]:
+            parts.append(clip(text, self.MAX_LINE))
             if lineno is not None and 0 < lineno <= len(src):
-                parts.append(f"  {lineno:>4} | {src[lineno - 1]}")
+                quoted = clip(src[lineno - 1].rstrip("\r"), self.MAX_LINE)
+                parts.append(f"  {lineno:>4} | {quoted}")
+        if len(errors) > self.MAX_ERRORS:
+            parts.append(f"... and {len(errors) - self.MAX_ERRORS} more errors (all in .log)")
         if not errors:
-            parts.extend(self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"])
-        return "\n".join(parts + list(self.notes))
+            tail = self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"]
+            parts.extend(clip(line, self.MAX_LINE) for line in tail)
+        return "\n".join(parts + [clip(n, 2000) for n in self.notes])
 
     def missing_includes(self) -> list[str]:
         """Names of ``#include``s the compiler could not find, in log order."""
@@ -91,7 +98,7 @@ class CompileError(Error, RuntimeError):
         if not self.shown:
             return super()._render_traceback_()
         n = len(self.error_lines())
-        return [f"CompileError: {self.what} ({n} error{'s' if n != 1 else ''}, shown above)"]
+        return [printable(f"CompileError: {self.what} ({n} error{'s' if n != 1 else ''}, shown above)")]
 
 
 class ToolNotFoundError(Error, RuntimeError):

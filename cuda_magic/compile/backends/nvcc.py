@@ -9,21 +9,30 @@ caller's working directory so relative paths in the user's flags and quoted
 directory is also nvcc's ``TMPDIR``, and its path is dropped from the log so
 messages read ``cell.cu(N)``.  nvcc is found with
 :mod:`cuda.pathfinder` (pip wheels, conda, CUDA_HOME/CUDA_PATH) or on PATH.
+
+nvcc runs in its own process group (session): on Ctrl-C, the compile time limit
+(:mod:`.limits`) or any error the whole group is killed (``os.killpg``), so no
+``cicc``/``ptxas`` is left running, and the directory is still removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+import time
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from ..headers import cutlass_dir
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
+from .limits import POLL, CompileTimeoutError, compile_timeout
 
 FILENAME = "cell.cu"
 
@@ -70,13 +79,85 @@ def _write_headers(tmp: str, headers: Mapping[str, str]) -> None:
             f.write(text)
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL nvcc's whole process group (cicc, ptxas, ... too) and reap nvcc.  A killed
+    cicc can take a second to exit (freeing its memory); nobody waits for that."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def _group_gone(pgid: int, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def _private_dir():
+    """A private temporary directory, always removed: if a killed process of the group was
+    still creating a file there, it is removed again once the group is gone (in the background,
+    so Ctrl-C is not held up)."""
+    tmp = tempfile.mkdtemp(prefix="cuda-magic-")
+    box = {"pgid": None}
+    try:
+        yield tmp, box
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if os.path.lexists(tmp) and box["pgid"] is not None:
+            def later(pgid=box["pgid"]):
+                _group_gone(pgid, 30)
+                shutil.rmtree(tmp, ignore_errors=True)
+            threading.Thread(target=later, name="cuda-magic nvcc cleanup", daemon=True).start()
+
+
+def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) -> tuple[int, str]:
+    """Run nvcc in its own process group; wait in short steps so that Ctrl-C lands at once.
+    (return code, stdout + stderr).  KeyboardInterrupt, the time limit or any error kills
+    the group before it propagates."""
+    limit = compile_timeout()
+    deadline = None if limit is None else time.monotonic() + limit
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace",
+                            env={**os.environ, "TMPDIR": tmp}, start_new_session=True)
+    if box is not None:
+        box["pgid"] = proc.pid
+    try:
+        while True:
+            step = POLL if deadline is None else min(POLL, deadline - time.monotonic())
+            if step <= 0:
+                raise CompileTimeoutError("nvcc", limit, argv, source, FILENAME,
+                                          "nvcc and the processes it started were killed")
+            try:
+                out, err = proc.communicate(timeout=step)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    except BaseException:
+        _kill_group(proc)
+        raise
+    _kill_group(proc)     # anything nvcc left behind (it waits for its own children)
+    return proc.returncode, out + err
+
+
 def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
             ptxas: Sequence[str], name_expressions: Sequence[str] = (),
             headers: Mapping[str, str] = MappingProxyType({})) -> Output:
     if name_expressions:
         raise ValueError("name expressions need NVRTC; with nvcc, instantiate templates "
                          "explicitly in the source")
-    with tempfile.TemporaryDirectory(prefix="cuda-magic-") as tmp:
+    with _private_dir() as (tmp, box):
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
         argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas, "-I.",
                 *(f"-I{d}" for d in [cutlass_dir()] if d), "-o", out, src)
@@ -84,11 +165,10 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
             f.write(source)
         _write_headers(tmp, headers)
         # In the caller's working directory, like NVRTC; nvcc's own scratch files in tmp too.
-        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                              env={**os.environ, "TMPDIR": tmp})
-        log = (proc.stdout + proc.stderr).strip("\n").replace(tmp + os.sep, "")
-        if proc.returncode != 0:
-            raise CompileError("nvcc", log or f"nvcc exited with status {proc.returncode}",
+        returncode, log = _run(argv, tmp, source, box)
+        log = log.strip("\n").replace(tmp + os.sep, "")
+        if returncode != 0:
+            raise CompileError("nvcc", log or f"nvcc exited with status {returncode}",
                                argv, source, FILENAME)
         with open(out, "rb") as f:
             binary = f.read()

@@ -8,6 +8,13 @@ and CUTLASS/CuTe (when the ``nvidia-cutlass`` wheel is installed), and
 ``--no-cache`` on NVRTC 12.9+, whose persistent compute cache returns stale
 cubins across FTZ changes.  In-memory headers (session headers, the standard
 headers of :mod:`..stdheaders`) go to ``nvrtcCreateProgram``.
+
+NVRTC cannot be stopped once ``nvrtcCompileProgram`` runs, so the compile (with its
+PCH steps) runs in a worker thread that the caller waits on in short steps
+(:func:`.limits.wait_for`): Ctrl-C raises KeyboardInterrupt in the cell at once, and
+the compile time limit raises :class:`.limits.CompileTimeoutError`.  The abandoned
+compile runs to completion in the background, the worker destroys its program and
+its result is discarded (a PCH it was creating is still published, under the PCH lock).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Mapping, Sequence
 from .. import pch as _pch
 from ..headers import toolkit_dirs
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
+from .limits import CompileTimeoutError, compile_timeout, wait_for
 
 FILENAME = "cell.cu"
 
@@ -115,10 +123,25 @@ def _run(nvrtc, source: str, argv: Sequence[str], headers: Mapping[str, str],
 def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
             ptxas: Sequence[str], name_expressions: Sequence[str] = (),
             headers: Mapping[str, str] = MappingProxyType({}), pch: str | None = None) -> Output:
-    """Compile with NVRTC; ``pch`` (a digest of the headers read) allows a precompiled header."""
+    """Compile with NVRTC; ``pch`` (a digest of the headers read) allows a precompiled header.
+
+    Runs in a worker thread: Ctrl-C and the compile time limit stop the wait at once (the
+    abandoned compile finishes in the background; its result is discarded)."""
     nvrtc = _nvrtc()
     gpu = arch.replace("sm_", "compute_", 1) if target_format == "ptx" else arch
     argv = (f"--gpu-architecture={gpu}", *flags, *ptxas, *added_flags())
+    limit = compile_timeout()
+    return wait_for(
+        lambda: _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch),
+        timeout=limit, name="cuda-magic nvrtc",
+        on_timeout=lambda: CompileTimeoutError(
+            "nvrtc", limit, argv, source, FILENAME,
+            "NVRTC cannot be stopped: the compile was abandoned (it finishes in the background "
+            "and its result is discarded)"))
+
+
+def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch) -> Output:
+    """The compile itself (in the worker thread), with a precompiled header when it helps."""
     use = _pch.plan(source, argv, headers, pch) if pch is not None and target_format != "ptx" \
         and version_tuple() >= (12, 8) else None
     if use and use[1]:

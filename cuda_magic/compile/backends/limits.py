@@ -1,0 +1,129 @@
+"""Compile time limit and interruptible waits, shared by the backends.
+
+A compile can take minutes (a big unrolled kernel, CUTLASS).  Ctrl-C must stop
+waiting at once, and a limit can be set after which a compile is given up:
+
+- ``CUDA_MAGIC_COMPILE_TIMEOUT`` (seconds; unset, empty, ``0`` or ``none``: no
+  limit) is the default; :func:`set_compile_timeout` overrides it for the
+  process (``None``: no limit).  Each compiler run gets the whole limit.
+- nvcc runs in its own process group; on Ctrl-C, the limit or any error the
+  whole group (nvcc, cicc, ptxas, ...) is killed and its directory removed.
+- NVRTC runs in the calling process and cannot be stopped: the compile runs in
+  a worker thread that the caller waits on in short steps, so Ctrl-C and the
+  limit take effect at once.  The abandoned compile runs to completion in the
+  background; the worker then destroys its program and its result is
+  discarded (a precompiled header it was making is still published).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable, Sequence, TypeVar
+
+from ...config import ConfigError
+from . import CompileError
+
+__all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL"]
+
+POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
+ENV = "CUDA_MAGIC_COMPILE_TIMEOUT"
+_UNSET = object()
+_state: dict = {"timeout": _UNSET}
+T = TypeVar("T")
+
+
+def _seconds(value, where: str) -> float | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "0", "none", "off")):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: the compile time limit is a number of seconds (or None for "
+                          f"no limit), not {value!r}", "timeout") from None
+    if not seconds >= 0 or seconds == float("inf"):      # NaN, negative, inf
+        raise ConfigError(f"{where}: the compile time limit must be a positive number of seconds "
+                          f"(or None for no limit), not {value!r}", "timeout")
+    return seconds or None
+
+
+def set_compile_timeout(seconds: float | None) -> None:
+    """Give up a compile after ``seconds`` (``None`` or ``0``: no limit, the default).
+
+    Overrides ``CUDA_MAGIC_COMPILE_TIMEOUT`` for this process.  A compile that
+    takes longer raises :class:`CompileTimeoutError` (nvcc: its processes are
+    killed; NVRTC: the compile is abandoned and finishes in the background).
+    """
+    _state["timeout"] = _seconds(seconds, "set_compile_timeout")
+
+
+def compile_timeout() -> float | None:
+    """The limit in force: :func:`set_compile_timeout`'s, else ``$CUDA_MAGIC_COMPILE_TIMEOUT``."""
+    if _state["timeout"] is not _UNSET:
+        return _state["timeout"]
+    return _seconds(os.environ.get(ENV), ENV)
+
+
+class CompileTimeoutError(CompileError):
+    """A compile ran past the compile time limit (:func:`set_compile_timeout`)."""
+
+    def __init__(self, compiler: str, seconds: float, argv: Sequence[str], source: str,
+                 filename: str = "cell.cu", done: str = ""):
+        self.timeout, self.done = seconds, done
+        super().__init__(compiler, "", argv, source, filename)
+        self.log = self._why()
+
+    @property
+    def what(self) -> str:
+        return (f"{self.compiler} did not finish compiling {self.filename} within the compile "
+                f"time limit of {self.timeout:g} s" + (f" for {self.context}" if self.context else ""))
+
+    def _why(self) -> str:
+        import cuda_magic
+        where = "cuda_magic" if hasattr(cuda_magic, "set_compile_timeout") else __name__
+        return (f"{self.done}. Raise or remove the limit with {where}.set_compile_timeout"
+                f"(seconds or None) or the {ENV} environment variable.")
+
+    def _message(self) -> str:
+        return "\n".join([self.what, self._why(), *self.notes])
+
+    def error_lines(self) -> list:
+        return []
+
+    def _render_traceback_(self) -> list[str]:
+        if not self.shown:
+            return super()._render_traceback_()
+        return [f"CompileTimeoutError: {self.what} (shown above)"]
+
+
+def wait_for(work: Callable[[], T], *, timeout: float | None, on_timeout: Callable[[], BaseException],
+             name: str = "cuda-magic compile") -> T:
+    """Run ``work()`` in a worker thread and wait for it in steps of :data:`POLL` seconds, so
+    that Ctrl-C (KeyboardInterrupt) reaches the caller at once; past ``timeout`` seconds raise
+    ``on_timeout()``.  Either way the worker is abandoned: it runs on and its result is dropped.
+    Off the main thread with no limit (parallel builds), ``work`` runs in the caller's thread."""
+    if timeout is None and threading.current_thread() is not threading.main_thread():
+        return work()
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = work()
+        except BaseException as exc:     # handed to the waiting thread
+            box["error"] = exc
+    worker = threading.Thread(target=run, name=name, daemon=True)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    worker.start()
+    while worker.is_alive():
+        step = POLL if deadline is None else min(POLL, deadline - time.monotonic())
+        if step <= 0:
+            raise on_timeout()
+        worker.join(step)
+    if "error" in box:
+        exc = box.pop("error")
+        try:
+            raise exc
+        finally:
+            del exc
+    return box["value"]

@@ -82,6 +82,16 @@ def _like(obj, values: np.ndarray):
 
 # ---- running ----------------------------------------------------------------------------------
 
+def parse_run(text: str, i: int = 0) -> ast.Module:
+    """The syntax tree of one ``--run`` expression; a RunError if it is not Python."""
+    try:
+        return ast.parse(text, f"<--run {i + 1}>", "exec")
+    except SyntaxError as exc:
+        raise RunError(f"--run {quote(text)}: not Python ({exc.msg}, column {exc.offset})") from None
+    except ValueError as exc:       # a NUL byte
+        raise RunError(f"--run {quote(text)}: not Python ({exc})") from None
+
+
 @dataclass
 class Runner:
     """How ``run`` is evaluated: its code, the caller's namespace, and the inputs every variant
@@ -98,13 +108,7 @@ class Runner:
         kernels = module.python_names()
         names: set[str] = set()
         for i, text in enumerate(self.texts):
-            try:
-                tree = ast.parse(text, f"<--run {i + 1}>", "exec")
-            except SyntaxError as exc:
-                raise RunError(f"--run {quote(text)}: not Python ({exc.msg}, column {exc.offset})") \
-                    from None
-            except ValueError as exc:       # a NUL byte
-                raise RunError(f"--run {quote(text)}: not Python ({exc})") from None
+            tree = parse_run(text, i)
             self.code.append(compile(tree, f"<--run {i + 1}>", "exec"))
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
             for node in ast.walk(tree):
@@ -112,7 +116,7 @@ class Runner:
         self.arrays = {n: self.namespace[n] for n in sorted(names)
                        if n not in kernels and n in self.namespace and _is_array(self.namespace[n])}
         if not self.arrays:
-            raise RunError(f"--run {'; '.join(self.texts)!r}: it names no arrays to compare; pass "
+            raise RunError(f"--run {quote('; '.join(self.texts))}: it names no arrays to compare; pass "
                            "named NumPy, CuPy or PyTorch arrays, e.g. scale[1, 256](x, y, 0.5, 256)")
         if self.inputs:
             self._fill()
@@ -372,8 +376,10 @@ def build(recipe: Recipe, variants=None, *, vary: Sequence[str] = (), run: str |
     resolved = cell.resolve_cell(recipe.source, recipe.options, session=recipe.session,
                                  preset=recipe.preset) if vary else None
     chosen = _variants(variants, vary, resolved)
-    modules = {v.name: recipe.build(v) for v in chosen}
     texts = (run,) if isinstance(run, str) else tuple(run or ())
+    for i, text in enumerate(texts):        # before compiling, GPU or not
+        parse_run(text, i)
+    modules = {v.name: recipe.build(v) for v in chosen}
     runner, outputs, note = None, None, None
     if texts:
         if detect_arch() is None:

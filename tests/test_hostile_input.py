@@ -536,3 +536,61 @@ def shell_once():
     with cfgmod._PRESETS_LOCK:
         cfgmod._PRESETS.clear()
         cfgmod._PRESETS.update(saved)
+
+
+def test_long_names_in_preset_unset_and_instantiate_are_capped(shell):
+    long = "p" * 5000
+    with pytest.raises(ConfigError) as info:
+        shell.run_line_magic("cuda_config", f"--preset {long}")
+    assert len(short(info.value)) < 600
+    with pytest.raises(ConfigError, match="at most 64 characters"):
+        cfgmod.register_preset(long, {"arch": ARCH})
+    with pytest.raises(UsageError) as info:
+        shell.run_line_magic("cuda_config", f"--unset {long}")
+    assert len(short(info.value)) < 600
+    cell = "template <typename T> __global__ void axpy(T* x) { x[0] = 1; }\n"
+    for spelling in (f"axpy<{'float, ' * 2000}float>", f"nope{'x' * 5000}<int>"):
+        with pytest.raises(CellError) as info:
+            shell.run_cell_magic("cuda", f'--arch {ARCH} --instantiate "{spelling}"', cell)
+        assert len(short(info.value)) < 1000
+
+
+def test_a_header_with_a_nul_is_refused_with_its_line(shell):
+    from cuda_magic.compile.headers import define_header, session_headers
+    with pytest.raises(ConfigError, match="line 2, column 3: a NUL"):
+        define_header("bad.cuh", "ok\nab\x00c\n")
+    with pytest.raises(ConfigError, match="lone surrogate"):
+        shell.run_cell_magic("cuda_header", "bad.cuh", "int x; // \udc80\n")
+    assert "bad.cuh" not in session_headers()
+
+
+def test_run_with_a_nul_is_a_run_error(shell):
+    from cuda_magic.comparison import RunError
+    with pytest.raises(RunError, match="not Python"):
+        shell.run_cell_magic("cuda_compare", f'--arch {ARCH} --run "k[1, 1](x\x00)"', KERNEL)
+
+
+def test_views_print_under_an_ascii_stream(tmp_path):
+    script = tmp_path / "ascii.py"
+    script.write_text(r'''
+from IPython.core.interactiveshell import InteractiveShell
+import cuda_magic
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "cuda_magic")
+m = shell.run_cell_magic("cuda", "--arch sm_90a --nvrtc '-DX=\u00e9'", "// caf\u00e9\n__global__ void k(float* x) { x[0] = 1; }\n")
+shell.display_formatter.format(m)
+print(cuda_magic.view(m).text().encode("ascii", "backslashreplace").decode()[:20])
+try:
+    shell.run_cell_magic("cuda", "--arch sm_90a --nvrtc '-DX=\u00e9'", "// caf\u00e9\n__global__ void k(float* x) { x[0] = nope; }\n")
+except cuda_magic.CompileError as exc:
+    from cuda_magic.display import ErrorView
+    import IPython.lib.pretty as pretty
+    print(pretty.pretty(ErrorView(exc))[:30])
+print("ok")
+''')
+    env = dict(os.environ, PYTHONIOENCODING="ascii", LANG="C", LC_ALL="C",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1] == "ok"

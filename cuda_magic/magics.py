@@ -16,7 +16,7 @@ import sys
 import unicodedata
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from IPython.utils.process import arg_split
@@ -84,6 +84,22 @@ def _malformed(parser, args) -> str | None:
     return None
 
 
+MAX_EXPAND = 4096   # characters: longer magic lines are taken as written
+
+
+def _expand(line: str, namespace) -> str:
+    """``$name`` / ``{expr}`` from the user's namespace, as IPython expands magic lines.  The
+    magics opt out of IPython's own expansion, which takes time quadratic in the line's length
+    (30 s for 100 KB): lines over :data:`MAX_EXPAND` characters are taken as written."""
+    if len(line) > MAX_EXPAND or ("$" not in line and "{" not in line):
+        return line
+    from IPython.utils.text import DollarFormatter
+    try:
+        return DollarFormatter().vformat(line, args=[], kwargs=dict(namespace))
+    except Exception:   # IPython leaves a line it cannot expand as it is
+        return line
+
+
 def _parse(magic, line: str, prefix: str | None = None):
     """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value.
 
@@ -97,6 +113,7 @@ def _parse(magic, line: str, prefix: str | None = None):
     def fail(message: str):
         raise UsageError(printable(f"{clip(message, 300)}\nusage: {usage}"))
 
+    line = _expand(line, magic.__self__.shell.user_ns)
     try:
         tokens = arg_split(line, posix=True)
     except ValueError as exc:   # shlex: an unclosed quote, a trailing backslash
@@ -264,6 +281,7 @@ class CudaMagics(Magics):
               help="compile and show; bind no kernels and do not load anything on the GPU")
     @argument("--force", action="store_true", help="recompile even if the cache has this build")
     @argument("--quiet", action="store_true", help="show nothing (errors still show)")
+    @no_var_expand
     @cell_magic
     def cuda(self, line, cell):
         """Compile this cell of CUDA C++ and bind its kernels by name.
@@ -335,6 +353,7 @@ class CudaMagics(Magics):
 
     @magic_arguments()
     @argument("name", help="the name cells include it by, e.g. factor.cuh or lib/util.cuh")
+    @no_var_expand
     @cell_magic
     def cuda_header(self, line, cell):
         """Keep this cell as an in-memory header that later ``%%cuda`` cells include.
@@ -380,6 +399,7 @@ class CudaMagics(Magics):
     @argument("--name", help="also bind the comparison under this Python name (not one of "
                               "IPython's own)")
     @argument("--force", action="store_true", help="recompile even if the cache has these builds")
+    @no_var_expand
     @cell_magic
     def cuda_compare(self, line, cell):
         """Compile this cell once per variant and show what changed: argv, resources, SASS
@@ -436,6 +456,7 @@ class CudaMagics(Magics):
               help="register a preset from a JSON config")
     @argument("--override", action="store_true",
               help="let --register-preset replace a preset you registered before")
+    @no_var_expand
     @line_magic
     def cuda_config(self, line):
         """Show or set the session defaults.

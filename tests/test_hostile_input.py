@@ -594,3 +594,13 @@ print("ok")
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines()[-1] == "ok"
+
+
+def test_a_huge_magic_line_is_not_expanded(shell):
+    shell.user_ns["target"] = ARCH
+    m = shell.run_cell_magic("cuda", "--arch $target --compile-only", KERNEL)   # $var still works
+    assert m.result.arch == ARCH
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="'arch' must look like .*'\\$target'"):
+        shell.run_cell_magic("cuda", "--arch $target --compile-only" + " " * 100_000, KERNEL)
+    assert time.perf_counter() - start < 2     # IPython's own expansion took ~30 s

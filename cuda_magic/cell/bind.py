@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from ..compile.binary import Entry, _extract
 from ..runtime.types import Param, canonical_type
 from .signature import ANONYMOUS, KernelDecl, param_from_type
+
+if TYPE_CHECKING:      # the binary reader is imported when a cell is first built
+    from ..compile.binary import Entry
 
 __all__ = ["Binding", "match", "params_of", "python_names", "ptx_of", "ptx_params"]
 
@@ -103,6 +105,7 @@ def ptx_of(result) -> str | None:
     if result.format == "ptx":
         return result.binary.decode("utf-8", "replace")
     if result.format == "fatbin":
+        from ..compile.binary import _extract
         try:
             return "\n".join(d.rstrip(b"\0").decode("utf-8", "replace")
                              for _, d in _extract(result.binary, "ptx"))

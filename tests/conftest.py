@@ -69,6 +69,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def presets_restored():
+    """Restore the preset registry after a test that changes shared state."""
+    from cuda_magic import config
+    saved = dict(config._PRESETS)
+    yield
+    with config._PRESETS_LOCK:
+        config._PRESETS.clear()
+        config._PRESETS.update(saved)
+
+
+@pytest.fixture
 def shell():
     """An IPython shell with the extension loaded, as a user has it."""
     from IPython.core.interactiveshell import InteractiveShell

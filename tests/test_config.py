@@ -24,16 +24,6 @@ DEFAULT_FAST = ["--use_fast_math"]
 DEFAULT_PTXAS = ["-v", "--warn-on-local-memory-usage", "--register-usage-level=10"]
 
 
-@pytest.fixture
-def presets_restored():
-    """Restore the preset registry after a test that changes shared state."""
-    saved = dict(cfgmod._PRESETS)
-    yield
-    with cfgmod._PRESETS_LOCK:
-        cfgmod._PRESETS.clear()
-        cfgmod._PRESETS.update(saved)
-
-
 # ---- defaults ---------------------------------------------------------------
 
 def test_defaults_resolved():

@@ -20,15 +20,6 @@ from cuda_magic.runtime import Kernel
 A = f"--arch {ARCH}"
 
 
-@pytest.fixture
-def presets_restored():
-    saved = dict(cfgmod._PRESETS)
-    yield
-    with cfgmod._PRESETS_LOCK:
-        cfgmod._PRESETS.clear()
-        cfgmod._PRESETS.update(saved)
-
-
 def magics(shell):
     return shell.magics_manager.registry["CudaMagics"]
 

@@ -2,218 +2,36 @@
 their results display.
 
 The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.comparison`
-(variants) and :mod:`cuda_magic.display` (views).
+(variants) and :mod:`cuda_magic.display` (views); ``args`` parses magic lines, ``names``
+binds kernels in the user namespace.
 """
 
 from __future__ import annotations
 
-import argparse
-import builtins
 import json
-import keyword
-import re
 import sys
-import unicodedata
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from IPython.utils.process import arg_split
 from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
-from . import cell as _cell
-from . import comparison as _comparison
-from .compile.arch import detect_arch
-from .compile.backends import CompileError
-from .compile.compiler import CompilationResult, complete, set_cache_dir
-from .compile.headers import define_header, header_users, note_users
-from .config import (KEYS, ConfigError, check_preset, clip, from_json, get_preset, printable,
-                     quote, register_preset, resolve)
-from .config import validate as validate_config
-from .display import ConfigView, ErrorView, HeaderView, view
-from .display.compare import CompareView
-from .runtime import Kernel
-from .variants import TOGGLES
-
-_LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas")
-
-
-def config_options(func):
-    """The options that set configuration keys, shared by ``%%cuda`` and ``%cuda_config``."""
-    for decorator in reversed([
-        argument("--arch", help="GPU architecture, e.g. sm_90a (detected from the GPU if unset)"),
-        argument("--compiler", help="nvrtc (in-process, default) or nvcc (subprocess)"),
-        argument("--target-format", help="cubin, ptx or fatbin (nvcc only)"),
-        argument("--nvrtc", metavar='"ARGS"', help='NVRTC flags, shell-split: --nvrtc "--use_fast_math '
-                 '--ftz=false"; "" clears the list'),
-        argument("--nvcc", metavar='"ARGS"', help="nvcc flags, shell-split"),
-        argument("--ptxas", metavar='"ARGS"', help='ptxas flags, shell-split: --ptxas "-v '
-                 '--warn-on-spills"'),
-        argument("--backend-config", metavar="JSON",
-                 help="TVM-style config: '{\"cuda\": {\"arch\": \"sm_90a\"}}'"),
-        argument("--preset", metavar="NAME", help="a preset layer: ampere, ada, hopper, blackwell, "
-                 "precise, nvcc, or one you registered"),
-    ]):
-        func = decorator(func)
-    return func
-
-
-def _usage(magic) -> str:
-    """``%%cuda [--arch ARCH] ...``: the magic's usage line with its own prefix."""
-    usage = magic.parser.format_usage().strip().lstrip(":").strip().lstrip("%")
-    owner = getattr(magic, "__self__", None)
-    cell = owner is not None and any(m == magic for m in owner.magics.get("cell", {}).values())
-    return ("%%" if cell else "%") + usage
-
-
-def _malformed(parser, args) -> str | None:
-    """The first option whose value argparse left in a shape no option takes (``--nvrtc=--``
-    comes back as ``[]``), or None."""
-    for action in parser._actions:
-        value = getattr(args, action.dest, None)
-        if value is None or isinstance(value, (bool, str)) or action.dest == "help":
-            continue
-        single = action.nargs in (None, "?")
-        items = value if isinstance(action, argparse._AppendAction) else [value]
-        for item in items:
-            ok = isinstance(item, str) if single else \
-                isinstance(item, list) and item and all(isinstance(x, str) for x in item)
-            if not ok:
-                return "/".join(action.option_strings) or action.dest
-    return None
-
-
-MAX_EXPAND = 4096   # characters: longer magic lines are taken as written
-
-
-def _expand(line: str, namespace) -> str:
-    """``$name`` / ``{expr}`` from the user's namespace, as IPython expands magic lines.  The
-    magics opt out of IPython's own expansion, which takes time quadratic in the line's length
-    (30 s for 100 KB): lines over :data:`MAX_EXPAND` characters are taken as written."""
-    if len(line) > MAX_EXPAND or ("$" not in line and "{" not in line):
-        return line
-    from IPython.utils.text import DollarFormatter
-    try:
-        return DollarFormatter().vformat(line, args=[], kwargs=dict(namespace))
-    except Exception:   # IPython leaves a line it cannot expand as it is
-        return line
-
-
-def _parse(magic, line: str, prefix: str | None = None):
-    """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value.
-
-    Every failure is a :class:`UsageError` ending with the magic's usage line (``prefix``, when
-    given, replaces the ``%``/``%%`` the magic's kind implies).
-    """
-    usage = _usage(magic)
-    if prefix is not None:
-        usage = prefix + usage.lstrip("%")
-
-    def fail(message: str):
-        raise UsageError(printable(f"{clip(message, 300)}\nusage: {usage}"))
-
-    line = _expand(line, magic.__self__.shell.user_ns)
-    try:
-        tokens = arg_split(line, posix=True)
-    except ValueError as exc:   # shlex: an unclosed quote, a trailing backslash
-        fail(f"{str(exc).lower()} in {quote(line, 120)}: close each quote and escape a lone "
-             f"backslash (\\\\)")
-    merged = []
-    it = iter(tokens)
-    for tok in it:
-        if tok in _LIST_OPTIONS:
-            value = next(it, None)
-            merged.append(tok if value is None else f"{tok}={value}")
-        else:
-            merged.append(tok)
-    try:
-        args = magic.parser.parse_args(merged)
-    except UsageError as exc:
-        fail(str(exc))
-    bad = _malformed(magic.parser, args)
-    if bad:
-        fail(f"argument {bad}: expected a value, e.g. {bad.split('/')[0]} VALUE "
-             f"(a value that starts with '-' goes in quotes, or as {bad.split('/')[0]}=VALUE)")
-    return args
-
-
-def _layer(args) -> dict:
-    return _cell.line_config(arch=args.arch, compiler=args.compiler,
-                             target_format=args.target_format, nvrtc=args.nvrtc, nvcc=args.nvcc,
-                             ptxas=args.ptxas, backend_config=args.backend_config)
-
-
-# ---- names bound in the user namespace ------------------------------------------------------
-
-# IPython's own names beside shell.user_ns_hidden: history (_, __, ___, _i, _ii, _iii, _iN, _N,
-# _ih, _oh, _dh), exit/quit, get_ipython, In/Out, and every __dunder__ (__builtins__, __name__...).
-_SHELL_NAMES = re.compile(r"_{1,3}|_i{1,3}|_i\d+|_\d+|_[iod]h|_exit_code|get_ipython|In|Out|exit"
-                          r"|quit|__\w+__")
-
-
-def _shell_owns(shell, name: str) -> bool:
-    """Whether ``name`` is one of IPython's own names, which cuda-magic never binds."""
-    return name in shell.user_ns_hidden or _SHELL_NAMES.fullmatch(name) is not None
-
-
-def _check_name(shell, name: str | None) -> None:
-    """``--name``: a Python identifier (not a keyword) that is not one of the shell's names."""
-    if name is None:
-        return
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise UsageError(f"--name {quote(name, 40)}: give a Python name (letters, digits and _, "
-                         f"not starting with a digit, not a keyword)")
-    plain = unicodedata.normalize("NFKC", name)
-    if plain != name:
-        raise UsageError(f"--name {quote(name, 40)}: Python reads this name as {quote(plain, 40)}; "
-                         f"write it that way")
-    if _shell_owns(shell, name):
-        raise UsageError(f"--name {quote(name, 40)}: that name belongs to IPython; pick another")
-
-
-def _note(text: str) -> None:
-    """One line in the cell's output (stderr), for what a cell did to the user's names."""
-    print(f"%%cuda: {text}", file=sys.stderr)
-
-
-def _kind(obj) -> str:
-    cls = type(obj)
-    return cls.__qualname__ if cls.__module__ == "builtins" else \
-        f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _bind(shell, module, name: str | None, kernels: bool) -> None:
-    """Bind the module's kernels (``kernels``) and the module (``--name``) in the user namespace.
-
-    A kernel whose Python name is one of IPython's own (or a keyword) is not bound; one that
-    replaces a variable that is not a Kernel, or hides a Python built-in, is bound with a note.
-    """
-    ns, bound, notes = shell.user_ns, {}, []
-    via = f"{name}[{{!r}}]" if name else "m[{!r}] (bind the module with --name m)"
-    for pyname, kernel in (module.python_names() if kernels else {}).items():
-        if _shell_owns(shell, pyname) or keyword.iskeyword(pyname):
-            notes.append(f"kernel {quote(pyname)} is not bound: that name belongs to "
-                         f"{'Python' if keyword.iskeyword(pyname) else 'IPython'}; use "
-                         + via.format(pyname))
-            continue
-        if pyname == name:
-            notes.append(f"--name {name} binds the module, not kernel {quote(pyname)}; use "
-                         + via.format(pyname))
-            continue
-        if pyname in ns and not isinstance(ns[pyname], Kernel):
-            notes.append(f"kernel {quote(pyname)} replaces your variable {pyname} "
-                         f"({_kind(ns[pyname])})")
-        elif pyname not in ns and hasattr(builtins, pyname):
-            notes.append(f"kernel {quote(pyname)} hides Python's built-in {pyname}; `del {pyname}` "
-                         f"brings it back")
-        bound[pyname] = kernel
-    ns.update(bound)
-    if name:
-        ns[name] = module
-    for text in notes:
-        _note(text)
-
+from .. import cell as _cell
+from .. import comparison as _comparison
+from ..compile.arch import detect_arch
+from ..compile.backends import CompileError
+from ..compile.compiler import CompilationResult, complete, set_cache_dir
+from ..compile.headers import define_header, header_users, note_users
+from ..config import (KEYS, ConfigError, check_preset, from_json, get_preset, quote, register_preset,
+                      resolve)
+from ..config import validate as validate_config
+from ..display import ConfigView, ErrorView, HeaderView, view
+from ..display.compare import CompareView
+from ..variants import TOGGLES
+from . import args as _args
+from . import names as _names
+from .args import config_options
 
 # ---- %cuda_config: check everything, then commit ------------------------------------------
 
@@ -333,10 +151,10 @@ class CudaMagics(Magics):
 
             axpy_float[...](...);  m["axpy<float>"]
         """
-        args = _parse(self.cuda, line)
-        _check_name(self.shell, args.name)
+        args = _args.parse(self.cuda, line)
+        _names.check_name(self.shell, args.name)
         try:
-            module = _cell.build(cell, _layer(args), session=self.defaults,
+            module = _cell.build(cell, _args.layer(args), session=self.defaults,
                                  preset=args.preset or self.preset,
                                  instantiate=args.instantiate or (), force=args.force,
                                  load=not args.compile_only and detect_arch() is not None)
@@ -344,7 +162,7 @@ class CudaMagics(Magics):
             display(ErrorView(exc))
             exc.shown = True
             raise
-        _bind(self.shell, module, args.name, kernels=not args.compile_only)
+        _names.bind(self.shell, module, args.name, kernels=not args.compile_only)
         used = {n for r in module.results for n in r.inputs.session}
         if used:
             kernels = ", ".join(module.python_names()) or "no kernels"
@@ -375,7 +193,7 @@ class CudaMagics(Magics):
             #include "factor.cuh"
             extern "C" __global__ void scale(float* x) { x[threadIdx.x] *= FACTOR; }
         """
-        args = _parse(self.cuda_header, line)
+        args = _args.parse(self.cuda_header, line)
         changed = define_header(args.name, cell)
         return HeaderView(args.name, cell, changed, header_users(args.name))
 
@@ -431,9 +249,9 @@ class CudaMagics(Magics):
 
             x = cuda_magic.denormals(256)     # subnormals, FLT_MIN, zeros, negatives
         """
-        args = _parse(self.cuda_compare, line)
-        _check_name(self.shell, args.name)
-        recipe = _comparison.Recipe(cell, _layer(args), dict(self.defaults), args.preset or self.preset,
+        args = _args.parse(self.cuda_compare, line)
+        _names.check_name(self.shell, args.name)
+        recipe = _comparison.Recipe(cell, _args.layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
         try:
             result = _comparison.build(recipe, args.variant, vary=args.vary or (), run=args.run,
@@ -488,7 +306,7 @@ class CudaMagics(Magics):
             %cuda_config --json
             %cuda_config --reset
         """
-        args = _parse(self.cuda_config, line)
+        args = _args.parse(self.cuda_config, line)
         if args.override and not args.register_preset:
             raise UsageError("--override replaces a preset: use it with --register-preset NAME JSON")
         # Work on copies; nothing is kept until the whole line has been checked.
@@ -499,7 +317,7 @@ class CudaMagics(Magics):
             if key not in KEYS:
                 raise UsageError(f"--unset {quote(key)}: unknown key; the keys are {', '.join(KEYS)}")
             defaults.pop(key, None)
-        layer = _layer(args)
+        layer = _args.layer(args)
         defaults.update(layer)
         pending = None      # (name, declaration it replaces or None, new declaration)
         if args.register_preset:

@@ -187,3 +187,10 @@ def test_pch_heap_grows_when_nvrtc_needs_more(tmp_path, monkeypatch, fresh_cache
         assert compile_source(CUB, cfg(), force=True).pch == "used"
     finally:
         nvrtc.nvrtcSetPCHHeapSize(max(before, nvrtc.nvrtcGetPCHHeapSize()[1]))
+
+
+def test_search_dirs_reads_every_spelling(here):
+    dirs, pre = headers.search_dirs(["-Iinc", "-I", "b", "--include-path=c", "-isystem", "d",
+                                     "-include", "p.h", "--pre-include=q.h", "-DX", "-O3"])
+    assert dirs == [str(here / n) for n in "inc b c d".split()]
+    assert pre == [str(here / "p.h"), str(here / "q.h")]

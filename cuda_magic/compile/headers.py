@@ -199,24 +199,29 @@ def _read(path: str) -> tuple[str, str] | None:
     return sha, text
 
 
+_PATH_FLAGS = {"-I": "dirs", "--include-path": "dirs", "-isystem": "dirs",
+               "--system-include": "dirs", "-include": "pre", "--pre-include": "pre"}
+
+
 def search_dirs(flags: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(user ``-I``/``-isystem`` dirs as absolute paths, pre-included files) from a flag list."""
-    dirs, pre = [], []
+    """(user ``-I``/``-isystem`` dirs as absolute paths, pre-included files) from a flag list:
+    ``-I DIR``, ``-IDIR``, ``--include-path=DIR`` and the like."""
+    found: dict[str, list[str]] = {"dirs": [], "pre": []}
     it = iter(flags)
     for flag in it:
-        for opt, out in (("-I", dirs), ("--include-path", dirs), ("-isystem", dirs),
-                         ("--system-include", dirs), ("-include", pre), ("--pre-include", pre)):
+        for opt, kind in _PATH_FLAGS.items():
             if flag == opt:
                 value = next(it, None)
-            elif flag.startswith(opt + "=") and opt.startswith("--") or \
-                    (opt == "-I" and flag.startswith("-I") and len(flag) > 2):
-                value = flag[len(opt):].lstrip("=")
+            elif opt.startswith("--") and flag.startswith(opt + "="):
+                value = flag[len(opt) + 1:]
+            elif opt == "-I" and flag.startswith("-I"):
+                value = flag[2:]
             else:
                 continue
             if value:
-                out.append(os.path.abspath(value))
+                found[kind].append(os.path.abspath(value))
             break
-    return dirs, pre
+    return found["dirs"], found["pre"]
 
 
 @dataclass(frozen=True)

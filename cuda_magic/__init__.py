@@ -15,7 +15,6 @@ from .compile.arch import detect_arch
 from .cell import CellError, Module, build, line_config
 from .compile.backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
                        register_backend)
-from .comparison import Comparison, RunError, compare
 from .compile.compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
                        resolve_layers, set_cache_dir, set_cache_limit)
 from .compile.backends.limits import CompileTimeoutError, set_compile_timeout
@@ -25,7 +24,6 @@ from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_
                      list_presets, register_preset, resolve, validate)
 from .display import show, view
 from .inspect import ptx, sass, sass_text
-from .numbers import denormals, ulp_distance
 from .compile.ptxas import Resources, parse_ptxas
 from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
                       isolate, lost, synchronize)
@@ -44,6 +42,20 @@ __all__ = [
     "define_header", "remove_header", "session_headers", "clear_pch", "CompileTimeoutError",
     "set_compile_timeout", "set_cache_limit",
 ]
+
+
+_LAZY = {"Comparison": "comparison", "RunError": "comparison", "compare": "comparison",
+         "denormals": "numbers", "ulp_distance": "numbers"}
+
+
+def __getattr__(name: str):
+    """Comparisons and the number tools import NumPy: loaded when first used, not at import."""
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cuda_magic' has no attribute {name!r}")
 
 
 def load_ipython_extension(ip) -> None:

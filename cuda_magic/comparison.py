@@ -23,11 +23,10 @@ from .compile.arch import detect_arch
 from .compile.backends import CompileError
 from .config import ConfigError, Error, quote, validate
 from .runtime import synchronize
-from .variants import TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
+from .variants import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
 
 __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
 
-INPUTS = ("denormal", "random")
 
 
 class RunError(Error):

@@ -17,6 +17,8 @@ from typing import Mapping, Sequence
 
 from .config import ConfigError, Resolved, bad_char, canonical_json, load_json, quote
 
+INPUTS = ("denormal", "random")   # how %%cuda_compare --inputs refills the arrays --run reads
+
 __all__ = ["TOGGLES", "Variant", "state", "set_toggle", "default_variants", "vary", "parse_variant"]
 
 TOGGLES = ("ftz", "prec-div", "prec-sqrt", "fmad", "fast-math")

@@ -274,3 +274,17 @@ def test_help_is_the_docstring(shell):
     doc = shell.find_cell_magic("cuda").__doc__
     assert "Examples" in doc and "--instantiate" in doc and "--compile-only" in doc
     assert "%cuda_config --preset hopper" in shell.find_line_magic("cuda_config").__doc__
+
+
+def test_load_ext_leaves_numpy_and_cuda_alone():
+    """%load_ext imports neither NumPy (comparisons load it when first used) nor a CUDA driver."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+            "InteractiveShell.instance().run_line_magic('load_ext', 'cuda_magic')\n"
+            "import cuda_magic\n"
+            "print('numpy' in sys.modules, 'cuda.bindings.driver' in sys.modules)\n"
+            "cuda_magic.denormals(4)\nprint('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "True"]

@@ -18,7 +18,6 @@ from IPython.display import display
 from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
 from .. import cell as _cell
-from .. import comparison as _comparison
 from ..compile.arch import detect_arch
 from ..compile.backends import CompileError
 from ..compile.compiler import CompilationResult, complete, set_cache_dir
@@ -28,7 +27,7 @@ from ..config import (KEYS, ConfigError, check_preset, from_json, get_preset, qu
 from ..config import validate as validate_config
 from ..display import ConfigView, ErrorView, HeaderView, view
 from ..display.compare import CompareView
-from ..variants import TOGGLES
+from ..variants import INPUTS, TOGGLES
 from . import args as _args
 from . import names as _names
 from .args import config_options
@@ -209,7 +208,7 @@ class CudaMagics(Magics):
     @argument("--run", action="append", metavar='"EXPR"',
               help='Python launching the kernels, run once per variant on copies of the arrays it '
                    'names, e.g. --run "scale[1, 256](x, y, 0.5, 256)" (repeatable; needs a GPU)')
-    @argument("--inputs", choices=_comparison.INPUTS,
+    @argument("--inputs", choices=INPUTS,
               help="refill the arrays --run passes to const pointers: denormal (cuda_magic."
                    "denormals) or random")
     @argument("--diff", choices=("side", "unified"), default="side", help="SASS diff layout")
@@ -251,6 +250,7 @@ class CudaMagics(Magics):
         """
         args = _args.parse(self.cuda_compare, line)
         _names.check_name(self.shell, args.name)
+        from .. import comparison as _comparison     # NumPy: imported when first used
         recipe = _comparison.Recipe(cell, _args.layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
         try:
@@ -375,7 +375,9 @@ def load(ip) -> None:
         fmt.mimebundle_formatter.for_type(
             cls, lambda obj: view(obj, static_sass=magics.static_sass)._repr_mimebundle_())
         fmt.formatters["text/plain"].for_type(cls, lambda obj, p, cycle: p.text(view(obj).text()))
-    fmt.mimebundle_formatter.for_type(
-        _comparison.Comparison, lambda obj: CompareView(obj)._repr_mimebundle_())
-    fmt.formatters["text/plain"].for_type(
-        _comparison.Comparison, lambda obj, p, cycle: p.text(CompareView(obj).text()))
+    # by name: the comparison module (and NumPy) is imported when first used, not at load
+    fmt.mimebundle_formatter.for_type_by_name(
+        "cuda_magic.comparison", "Comparison", lambda obj: CompareView(obj)._repr_mimebundle_())
+    fmt.formatters["text/plain"].for_type_by_name(
+        "cuda_magic.comparison", "Comparison",
+        lambda obj, p, cycle: p.text(CompareView(obj).text()))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib.util
 import io
 import math
 import pathlib
@@ -67,12 +66,9 @@ def _pip_include(lib: str) -> pathlib.Path | None:
 
 def include_dir(requires: str) -> pathlib.Path | None:
     """The include directory that holds ``requires``' headers, or None when not installed."""
-    if requires == "cutlass":         # pip install nvidia-cutlass
-        spec = importlib.util.find_spec("cutlass_library")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        path = pathlib.Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-        return path if (path / "cute" / "tensor.hpp").is_file() else None
+    if requires == "cutlass":         # pip install nvidia-cutlass: where cuda-magic finds it
+        from cuda_magic.compile.headers import cutlass_dir
+        return pathlib.Path(cutlass_dir()) if cutlass_dir() else None
     if requires == "curand":          # pip install nvidia-curand (cuda-toolkit[curand])
         path = _pip_include("curand")
         return path if path and (path / "curand_kernel.h").is_file() else None

@@ -310,8 +310,7 @@ class Module:
         """``a_k = a::k(float*, int)`` for kernels whose Python name is not simply their C++ name."""
         out = []
         for e in self._entries.values():
-            plain = re.sub(r"\W+", "_", e.name.split("::")[-1]).strip("_")
-            if e.python_name != plain:
+            if e.python_name != bind.plain_name(e.binding.name):
                 out.append(f"{e.python_name} = {e.binding.signature}")
         return out
 

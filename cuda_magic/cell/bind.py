@@ -189,13 +189,22 @@ def _ident(text: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"\W", "_", text)).strip("_") or "kernel"
 
 
+def unqualified(name: str) -> str:
+    """``ns::k<256>`` -> ``k<256>``: the name without its namespace."""
+    ns = _split_name(name)[0]
+    return name[len(ns) + 2:] if ns else name
+
+
+def plain_name(name: str) -> str:
+    """The Python name a kernel gets when nothing clashes: ``ns::k<256>`` -> ``k_256``."""
+    return _ident(unqualified(name))
+
+
 def python_names(bindings: Sequence[Binding]) -> list[str]:
     """A unique Python identifier per binding (see the module docstring)."""
     def level(b, depth):
-        ns, base, _ = _split_name(b.name)
-        unqualified = b.name[len(ns) + 2:] if ns else b.name
         if depth == 0:
-            return unqualified
+            return unqualified(b.name)
         if depth == 1:
             return b.name
         types = b.entry.param_types if b.entry.param_types is not None else \

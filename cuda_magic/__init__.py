@@ -13,16 +13,17 @@ Importing this package does not initialise CUDA.  The Python API::
 
 from .compile.arch import detect_arch
 from .cell import CellError, Module, build, line_config
-from .compile.backends import (Backend, CompileError, ToolNotFoundError, get_backend, list_backends,
-                       register_backend)
-from .compile.compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
-                       resolve_layers, set_cache_dir, set_cache_limit)
+from .compile.backends import (Backend, CompileError, InputTypeError, ToolNotFoundError, get_backend,
+                               list_backends, register_backend)
+from .compile.compiler import (CompilationResult, NoKernelError, clear_cache, compile_resolved,
+                               compile_source, resolve_layers, set_cache_dir, set_cache_limit)
 from .compile.backends.limits import CompileTimeoutError, set_compile_timeout
 from .compile.headers import define_header, remove_header, session_headers
 from .compile.pch import clear as clear_pch
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
-from .display import show, view
+from .display import ShowError, ViewError, show, view
+from .errors import Error
 from .inspect import ptx, sass, sass_text
 from .compile.ptxas import Resources, parse_ptxas
 from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
@@ -31,6 +32,7 @@ from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError,
 __version__ = "0.1.0"
 
 __all__ = [
+    "Error", "ShowError", "ViewError", "NoKernelError", "InputTypeError",
     "ArgumentError", "ArgumentRangeError", "BenchResult", "CellError", "Comparison", "CudaError",
     "Kernel", "RunError", "compare", "denormals", "ulp_distance",
     "Module", "NoGPUError", "build", "isolate", "line_config", "lost", "synchronize",

@@ -5,7 +5,8 @@ Pure data, no CUDA. Semantics follow TVM's CUDA ``backend_config``:
 * six optional keys (see :class:`BackendConfig`);
 * layers from lowest to highest: ``default`` < ``preset:NAME`` < ``session``
   < ``cell`` < ``kernel:NAME``; a list replaces the inherited list whole and
-  ``[]`` clears it; ``None`` and ``{}`` add nothing;
+  ``[]`` clears it (its append form, ``nvrtc+``, adds to it instead); ``None`` and
+  ``{}`` add nothing;
 * every boundary snapshots its input, so later mutation of the caller's dict
   changes nothing already built;
 * canonical JSON (sorted keys, compact) is the cache key: key order is
@@ -19,6 +20,8 @@ import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, TypedDict
+
+from .errors import Error, bad_char, clip, printable, quote  # re-exported: older imports use config
 
 __all__ = [
     "Error", "BackendConfig", "ConfigError", "Resolved", "KEYS", "LIST_KEYS", "FORMATS",
@@ -37,90 +40,6 @@ class BackendConfig(TypedDict, total=False):
     nvcc: list[str]      # native nvcc flags, one per item
     nvrtc: list[str]     # native NVRTC flags, one per item
     ptxas: list[str]     # ptxas flags, one per item
-
-
-class Error(Exception):
-    """Base of cuda-magic's errors.
-
-    In IPython they show the message and the user's own frames only, not the
-    frames inside cuda-magic or IPython (``_render_traceback_`` is IPython's hook).
-    """
-
-    def __str__(self) -> str:
-        # Printable wherever it is shown: what the output stream cannot encode is escaped.
-        return printable(super().__str__())
-
-    def _render_traceback_(self) -> list[str]:
-        import os
-        import traceback
-        here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-        frames = [f for f in traceback.extract_tb(self.__traceback__)
-                  if not f.filename.startswith(here) and f"{os.sep}IPython{os.sep}" not in f.filename]
-        lines = traceback.format_list(frames) + traceback.format_exception_only(type(self), self)
-        return printable("".join(lines)).rstrip("\n").split("\n")
-
-
-# ---- what messages quote ----------------------------------------------------
-
-QUOTE_LIMIT = 200   # characters of any one value a message quotes
-
-
-def printable(text: str, encoding: str | None = None) -> str:
-    """``text`` with what ``encoding`` (default: ``sys.stdout``'s, else UTF-8) cannot encode
-    written as escapes (``\\xe9``, ``\\ud800``), so printing it cannot fail."""
-    import codecs
-    import sys
-    enc = encoding or getattr(sys.stdout, "encoding", None) or "utf-8"
-    try:
-        codecs.lookup(enc)
-    except LookupError:
-        enc = "utf-8"
-    try:
-        text.encode(enc)
-        return text
-    except UnicodeEncodeError:
-        return text.encode(enc, "backslashreplace").decode(enc, "replace")
-
-
-def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """Plain ``text`` cut to ``limit`` characters, noting the full length when it was cut."""
-    text = str(text)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """``value`` as a message quotes it: its repr, at most ``limit`` characters of it (a long
-    string is cut and its length noted; a deep or huge structure is abbreviated)."""
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return repr(value)
-        return f"{value[:limit]!r}... ({len(value)} characters)"
-    import reprlib
-    short = reprlib.Repr()
-    short.maxlevel, short.maxstring, short.maxother, short.maxlong = 3, limit, limit, limit
-    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 8
-    try:
-        text = short.repr(value)
-    except (ValueError, RecursionError, OverflowError, MemoryError):  # e.g. a 5,000-digit int
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else f"{text[:limit]}..."
-
-
-_BAD_CHAR = re.compile("[\\x00\\ud800-\\udfff]")
-
-
-def bad_char(text: str) -> tuple[int, int, str] | None:
-    """Where ``text`` holds a NUL or a lone surrogate, which no compiler can be given (NVRTC
-    stops reading at a NUL): ``(line, column, "a NUL character (\\x00)")``, 1-based, lines
-    counted on ``\\n`` as compilers count them; None if it holds neither."""
-    found = _BAD_CHAR.search(text)
-    if found is None:
-        return None
-    at = found.start()
-    line = text.count("\n", 0, at) + 1
-    column = at - (text.rfind("\n", 0, at) + 1) + 1
-    kind = "a NUL character" if found.group() == "\0" else "a lone surrogate"
-    return line, column, f"{kind} ({ascii(found.group())[1:-1]})"
 
 
 def load_json(text: str, what: str = "config") -> Any:
@@ -151,6 +70,17 @@ class ConfigError(Error, ValueError):
 TARGET = "cuda"
 KEYS = ("arch", "compiler", "target_format", "nvcc", "nvrtc", "ptxas")
 LIST_KEYS = ("nvcc", "nvrtc", "ptxas")
+# The append form of the list keys: a layer's "nvrtc+" adds to the inherited list, where
+# "nvrtc" replaces it whole (the default, as in TVM).
+APPEND_KEYS = {f"{key}+": key for key in LIST_KEYS}
+LAYER_KEYS = KEYS + tuple(APPEND_KEYS)
+
+
+def spellings(key: str) -> set[str]:
+    """``{"nvrtc", "nvrtc+"}`` for either spelling of a list key (a layer sets one of them);
+    ``{key}`` for any other key."""
+    base = key[:-1] if key in APPEND_KEYS else key
+    return {base, base + "+"} if base in LIST_KEYS else {key}
 FORMATS = ("ptx", "cubin", "fatbin")
 DEFAULTS: BackendConfig = {
     "compiler": "nvrtc",
@@ -270,7 +200,7 @@ def _check_list(key: str, value: Any) -> list[str]:
 
 def _unwrap(cfg: Mapping) -> Mapping:
     """Accept the nested ``{"cuda": {...}}`` form; reject other backend names."""
-    if set(cfg) & set(KEYS):
+    if set(cfg) & set(LAYER_KEYS):
         return cfg
     # beside "cuda" every name is a backend; alone, a name mapping to a dict is one
     others = [name for name, inner in cfg.items()
@@ -293,7 +223,9 @@ def validate(cfg: Mapping | None) -> BackendConfig:
 
     Takes the flat form ``{"arch": ...}`` or the nested ``{"cuda": {...}}``;
     ``None`` and ``{}`` give ``{}``.  Keys whose value is ``None`` are dropped
-    (they set nothing).  Raises :class:`ConfigError` naming the key.
+    (they set nothing).  Besides the six keys, a layer may hold ``nvrtc+``, ``nvcc+`` or
+    ``ptxas+``: flags appended to the inherited list (``nvrtc`` replaces it).
+    Raises :class:`ConfigError` naming the key.
     """
     if cfg is None:
         return {}
@@ -302,11 +234,12 @@ def validate(cfg: Mapping | None) -> BackendConfig:
     cfg = _unwrap(cfg)
     out: dict[str, Any] = {}
     for key, value in cfg.items():
-        if key not in KEYS:
-            _fail(f"unknown config key {quote(key)}; the keys are {', '.join(KEYS)}", clip(str(key)))
+        if key not in LAYER_KEYS:
+            _fail(f"unknown config key {quote(key)}; the keys are {', '.join(KEYS)} "
+                  f"(and {', '.join(APPEND_KEYS)} to append to a list)", clip(str(key)))
         if value is None:
             continue
-        if key in LIST_KEYS:
+        if key in LIST_KEYS or key in APPEND_KEYS:
             out[key] = _check_list(key, value)
         elif not isinstance(value, str):
             _fail(f"{key!r} must be a string, not {type(value).__name__} {quote(value)}", key)
@@ -318,6 +251,10 @@ def validate(cfg: Mapping | None) -> BackendConfig:
             _fail(f"'compiler' must be a compiler name such as nvrtc or nvcc, not {quote(value)}", key)
         else:
             out[key] = value
+    for plus, key in APPEND_KEYS.items():
+        if plus in out and key in out:
+            _fail(f"{key!r} and {plus!r} in one layer: {key!r} replaces the inherited list and "
+                  f"{plus!r} appends to it; write the whole list in {key!r}", plus)
     if out.get("compiler") == "nvrtc" and out.get("target_format") == "fatbin":
         _fail("NVRTC cannot produce 'fatbin': use target_format cubin or ptx, "
               "or compiler nvcc", "target_format")
@@ -338,7 +275,7 @@ def parse_backend_config(obj: Mapping | str | None) -> BackendConfig:
         _fail(f"backend config must be a dict like {{\"{TARGET}\": {{...}}}}, "
               f"not {type(obj).__name__}")
     for name in obj:
-        if name in KEYS:
+        if name in LAYER_KEYS:
             _fail(f"{quote(name)} is a config key, not a backend name: backend config maps "
                   f"backends to configs, e.g. {{\"{TARGET}\": {{\"{name}\": ...}}}}", name)
         if name != TARGET:
@@ -357,13 +294,33 @@ def from_json(text: str) -> BackendConfig:
 
 
 @dataclass(frozen=True)
+class Replaced:
+    """A layer's list that dropped flags it inherited: ``key`` set by ``layer`` replaced
+    ``inherited`` (set by ``source``, e.g. ``"default"``), leaving out ``dropped``."""
+
+    key: str
+    layer: str
+    source: str
+    inherited: tuple[str, ...]
+    dropped: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.key}: replaces {self.source} {json.dumps(list(self.inherited))}"
+
+
+@dataclass(frozen=True)
 class Resolved:
     """A fully layered config: each key's value and the layer that set it.
 
-    ``config`` and ``provenance`` return fresh copies.
+    ``config`` and ``provenance`` return fresh copies.  A list built from several layers
+    (the append form, ``nvrtc+``) has the provenance ``"default + cell"``; :meth:`parts`
+    says which layer gave which flags, and ``replaced`` lists the lists that dropped flags
+    they inherited.
     """
 
     _items: tuple  # ((key, value-as-tuple-or-str, layer), ...) sorted by key
+    _parts: tuple = ()      # ((list key, ((layer, flags), ...)), ...) where a list has >1 part
+    replaced: tuple[Replaced, ...] = ()
 
     @property
     def config(self) -> BackendConfig:
@@ -372,6 +329,17 @@ class Resolved:
     @property
     def provenance(self) -> dict[str, str]:
         return {k: layer for k, _, layer in self._items}
+
+    def parts(self, key: str) -> list[tuple[str, list[str]]]:
+        """``[(layer, flags), ...]``: which layer gave which part of list ``key`` (one part
+        unless layers appended to it)."""
+        for k, parts in self._parts:
+            if k == key:
+                return [(layer, list(flags)) for layer, flags in parts]
+        for k, v, layer in self._items:
+            if k == key:
+                return [(layer, list(v) if isinstance(v, tuple) else v)]
+        raise KeyError(key)
 
     def __getitem__(self, key: str) -> Any:
         for k, v, _ in self._items:
@@ -389,7 +357,8 @@ class Resolved:
         return any(k == key for k, _, _ in self._items)
 
     def with_value(self, key: str, value: Any, layer: str) -> "Resolved":
-        """A copy with ``key`` set to ``value`` by ``layer`` (validated)."""
+        """A copy with ``key`` set to ``value`` by ``layer`` (validated; a list replaces the
+        resolved one, and what was recorded about how it was built goes with it)."""
         checked = validate({key: value})
         items = {k: (v, lay) for k, v, lay in self._items}
         if key in checked:
@@ -397,7 +366,9 @@ class Resolved:
             items[key] = (tuple(v) if isinstance(v, list) else v, layer)
         else:
             items.pop(key, None)
-        return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())))
+        return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())),
+                        tuple(p for p in self._parts if p[0] != key),
+                        tuple(r for r in self.replaced if r.key != key))
 
     def json(self) -> str:
         """Canonical JSON of the resolved values (the cache key part)."""
@@ -413,17 +384,36 @@ def resolve(*layers: tuple[str, Mapping | None], defaults: Mapping | None = DEFA
 
     ``layers`` are ``(layer_name, config)`` pairs, e.g.
     ``("preset:hopper", {...}), ("session", {...}), ("cell", {...})``; the
-    built-in ``defaults`` come first as layer ``"default"``.
+    built-in ``defaults`` come first as layer ``"default"``.  A list key replaces the
+    inherited list whole; its append form (``"nvrtc+"``) adds to it.
     """
     items: dict[str, tuple[Any, str]] = {}
+    parts: dict[str, list[tuple[str, tuple]]] = {}
+    replaced: list[Replaced] = []
     for name, cfg in (("default", defaults), *layers):
         for key, value in validate(cfg).items():
-            items[key] = (tuple(value) if isinstance(value, list) else value, name)
+            if key in APPEND_KEYS:
+                key, flags = APPEND_KEYS[key], tuple(value)
+                parts.setdefault(key, []).append((name, flags))
+                joined = " + ".join(dict.fromkeys(layer for layer, _ in parts[key]))
+                items[key] = (items.get(key, ((),))[0] + flags, joined)
+                continue
+            if key in LIST_KEYS:
+                value = tuple(value)
+                old = items.get(key)
+                dropped = tuple(f for f in old[0] if f not in value) if old else ()
+                replaced = [r for r in replaced if r.key != key]
+                if dropped:
+                    replaced.append(Replaced(key, name, old[1], old[0], dropped))
+                parts[key] = [(name, value)]
+            items[key] = (value, name)
     if items.get("compiler", (None,))[0] == "nvrtc" and items.get("target_format", (None,))[0] == "fatbin":
         _fail("NVRTC cannot produce 'fatbin' (set by layer "
               f"{items['target_format'][1]!r}): use target_format cubin or ptx, or compiler nvcc",
               "target_format")
-    return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())))
+    return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())),
+                    tuple((k, tuple(p)) for k, p in sorted(parts.items()) if len(p) > 1),
+                    tuple(replaced))
 
 
 # ---- presets: the named defaults layer ------------------------------------

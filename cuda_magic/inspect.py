@@ -1,9 +1,12 @@
 """Look inside a compiled result: SASS and PTX.  Lazy and cached on the result.
 
-SASS comes from ``nvdisasm`` for cubins and ``cuobjdump -sass`` for fatbins
-(both found with :mod:`cuda.pathfinder`, which sees the pip wheels), split
-per function.  PTX is the binary itself for PTX results, the PTX NVRTC made
-in the same run, or one extra PTX compile under the same config.
+SASS comes from ``nvdisasm`` (found with :mod:`cuda.pathfinder`, which sees
+the pip wheels), split per function.  For a fatbin it disassembles the fatbin's
+ELF image for the build's arch, so a fatbin's SASS reads exactly as the same
+build's cubin (labels, ``-lineinfo`` markers); where that image or nvdisasm is
+missing, ``cuobjdump -sass`` is reshaped to nvdisasm's layout.  PTX is the
+binary itself for PTX results, the PTX NVRTC made in the same run, or one
+extra PTX compile under the same config.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import tempfile
 import threading
 
 from .compile.backends import ToolNotFoundError
-from .compile.compiler import CompilationResult, compile_resolved
+from .compile.compiler import CompilationResult, NoKernelError, compile_resolved
 
 __all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass"]
 
@@ -49,16 +52,91 @@ def _run(tool: str, args: list[str], binary: bytes, suffix: str) -> str:
 
 
 _ENCODING = re.compile(r"\s*/\* 0x[0-9a-f]{16} \*/\s*$")
+_CUOBJDUMP_ARCH = re.compile(r"^\s*arch = (\S+)\s*$")
+_CUOBJDUMP_DROP = re.compile(r"^\s*(Fatbin \w+ code:|=+|\w[\w ]* = .*|compressed|code for \S+|"
+                             r"\.(target|headerflags|elftype)\b.*|\.{6,})\s*$")
 
 
-def _cuobjdump_clean(text: str) -> str:
-    """Drop the instruction-encoding comments cuobjdump prints beside each instruction."""
-    lines = []
+def _cuobjdump_clean(text: str, arch: str | None = None) -> str:
+    """``cuobjdump -sass`` in nvdisasm's layout: each ``Function : NAME`` becomes nvdisasm's
+    banner and a ``NAME:`` label; the fatbin's banners, ``code for sm_XX``, directives, the
+    instruction-encoding comments and the trailing dots go.  With ``arch``, only that arch's
+    ELF image is kept when the fatbin holds several."""
+    blocks: list[tuple[str | None, list[str]]] = [(None, [])]
     for line in text.splitlines():
-        if line.strip() and _ENCODING.fullmatch(line):
+        if line.strip().startswith("Fatbin "):
+            blocks.append((None, []))
+        m = _CUOBJDUMP_ARCH.match(line)
+        if m and blocks[-1][0] is None:
+            blocks[-1] = (m.group(1), blocks[-1][1])
+        if (line.strip() and _ENCODING.fullmatch(line)) or _CUOBJDUMP_DROP.match(line):
             continue
-        lines.append(_ENCODING.sub("", line))
-    return "\n".join(lines)
+        m = _CUOBJDUMP_FUNC.match(line)
+        if m:
+            blocks[-1][1].extend([f"//--------------------- .text.{m.group(1)} "
+                                  f"--------------------------", f"{m.group(1)}:"])
+            continue
+        blocks[-1][1].append(_ENCODING.sub("", line))
+    with_code = [(a, lines) for a, lines in blocks if any(l.strip() for l in lines)]
+    mine = [(a, lines) for a, lines in with_code if arch is not None and a == arch]
+    return _labelled([l for _, lines in (mine or with_code) for l in lines])
+
+
+_ADDRESS = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/")
+_BRANCH = re.compile(r"^(\s*/\*[0-9a-f]{4,}\*/\s*(?:@!?U?P\w+\s+)?(?:BRA|BRX|BSSY|SSY|PBK|PCNT|"
+                     r"JMP|CALL\.REL)\b[^;]*?)\b0x([0-9a-f]+)(\s*;)")
+
+
+def _labelled(lines: list[str]) -> str:
+    """Branch targets as nvdisasm writes them: ``BRA 0x80 ;`` -> ``BRA `(.L_x_0) ;`` with a
+    ``.L_x_0:`` line above the target (numbered in the order first referenced; targets outside
+    the function keep their address)."""
+    func, where = 0, []               # (function number, address or None) per line
+    for line in lines:
+        func += line.startswith("//---")
+        m = _ADDRESS.match(line)
+        where.append((func, int(m.group(1), 16) if m else None))
+    code = {w for w in where if w[1] is not None}
+    labels: dict[tuple[int, int], str] = {}
+    out = []
+    for line, (func, _) in zip(lines, where):
+        m = _BRANCH.match(line)
+        if m and (func, int(m.group(2), 16)) in code:
+            name = labels.setdefault((func, int(m.group(2), 16)), f".L_x_{len(labels)}")
+            line = f"{m.group(1)}`({name}){m.group(3)}{line[m.end():]}"
+        out.append(line)
+    text = []
+    for line, w in zip(out, where):
+        if w in labels:
+            text.append(labels[w] + ":")
+        text.append(line)
+    return "\n".join(text).strip("\n") + "\n"
+
+
+def _fatbin_elf(binary: bytes, arch: str) -> bytes | None:
+    """The fatbin's ELF image for ``arch`` (the only one if it has one), or None."""
+    from .compile import binary as _binary
+    try:
+        images = [(i.arch, i.data) for i in _binary.fatbin_images(binary)
+                  if i.kind == "elf" and not i.compressed]
+        if not images:             # compressed SASS images: cuobjdump decompresses them
+            images = list(_binary._extract(binary, "elf"))
+    except Exception:             # not a fatbin we can read, or no cuobjdump: the fallback says
+        return None
+    exact = [d for a, d in images if a == arch]
+    if exact or len(images) == 1:
+        return (exact or [images[0][1]])[0]
+    return None
+
+
+def _fatbin_sass(binary: bytes, arch: str) -> str:
+    elf = _fatbin_elf(binary, arch)
+    if elf is not None:
+        try:
+            return _run("nvdisasm", ["-c", "-g", "-gi"], elf, ".cubin")
+        except (ToolNotFoundError, RuntimeError):   # fall back to cuobjdump
+            pass
+    return _cuobjdump_clean(_run("cuobjdump", ["-sass"], binary, ".fatbin"), arch)
 
 
 # -lineinfo markers name the source by the compiler's working directory (NVRTC:
@@ -109,7 +187,7 @@ def sass_text(result: CompilationResult) -> str:
     def make():
         code = _machine_code(result)
         if code.format == "fatbin":
-            return _cuobjdump_clean(_run("cuobjdump", ["-sass"], code.binary, ".fatbin"))
+            return _fatbin_sass(code.binary, code.arch)
         return _run("nvdisasm", ["-c", "-g", "-gi"], code.binary, ".cubin")
     return _cached(result, "sass", lambda: _LINE_FILE.sub(r'\1"cell.cu"', make()))
 
@@ -130,7 +208,7 @@ def sass(result: CompilationResult, kernel: str | None = None):
         return dict(funcs)
     name = result.lowered_names.get(kernel, kernel)
     if name not in funcs:
-        raise KeyError(f"no function {kernel!r} in the SASS; functions: {', '.join(funcs)}")
+        raise NoKernelError(f"no function {kernel!r} in the SASS; functions: {', '.join(funcs)}")
     return funcs[name]
 
 

@@ -13,16 +13,31 @@ from typing import Mapping
 
 import numpy as np
 
+from .config import Error
+
 __all__ = ["denormals", "random_inputs", "ulp_distance", "subnormal", "ArrayDiff", "array_diffs",
            "ulp_plot"]
+
+
+class NumbersError(Error, ValueError):
+    """A count or a pair of arrays these tools cannot take; the message names the parameter."""
+
+
+class DtypeError(Error, TypeError):
+    """A dtype these tools do not take (float16, float32 and float64 they do)."""
+
 
 _FLOATS = {2: (np.float16, np.int16), 4: (np.float32, np.int32), 8: (np.float64, np.int64)}
 
 
 def _float_dtype(dtype) -> np.dtype:
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise DtypeError(f"dtype={str(dtype)[:80]!r}: not a NumPy dtype; choose float16, float32 "
+                         f"or float64") from None
     if dt.kind != "f" or dt.itemsize not in _FLOATS:
-        raise TypeError(f"dtype={dt}: choose float16, float32 or float64")
+        raise DtypeError(f"dtype={dt}: choose float16, float32 or float64")
     return dt
 
 
@@ -40,7 +55,7 @@ def denormals(n: int = 1024, dtype="float32") -> np.ndarray:
     """
     dt = _float_dtype(dtype)
     if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n={n!r}: the number of values must be an int >= 0")
+        raise NumbersError(f"n={n!r}: the number of values must be an int >= 0")
     info = np.finfo(dt)
     tiny, sub = dt.type(info.tiny), dt.type(info.smallest_subnormal)
     landmarks = np.array([0.0, -0.0, tiny, -tiny, np.nextafter(tiny, dt.type(0)),
@@ -87,8 +102,8 @@ def ulp_distance(a, b) -> np.ndarray:
     """
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
-        raise ValueError(f"ulp_distance needs arrays of one dtype and shape, not {a.dtype}{a.shape} "
-                         f"and {b.dtype}{b.shape}")
+        raise NumbersError(f"ulp_distance needs arrays of one dtype and shape, not {a.dtype}{a.shape} "
+                           f"and {b.dtype}{b.shape}")
     if a.dtype.kind != "f":
         return np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.uint64)
     _float_dtype(a.dtype)

@@ -228,6 +228,32 @@ def select_tab(tab, title: str, timeout: float = 10):
     return tab.locator(":scope > .widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)")
 
 
+def save_cell_picture(page, cell, path: Path, max_height: int = 900, colours: int = 256) -> Path:
+    """Save a picture of one notebook cell (input and output), as the README shows it: the
+    cell scrolled to the top of the notebook, cut at `max_height` CSS pixels, and, with
+    Pillow, quantised to `colours` colours (a PNG of ~100 KB instead of ~300 KB)."""
+    cell.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)                        # let the notebook settle after scrolling
+    box = cell.bounding_box()
+    area = page.locator(".jp-NotebookPanel-notebook").first.bounding_box()   # the scrolled part
+    top = max(box["y"], area["y"])
+    clip = {"x": box["x"], "y": top,
+            "width": min(box["width"], area["x"] + area["width"] - box["x"]),
+            "height": min(box["y"] + box["height"], area["y"] + area["height"], top + max_height) - top}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    page.screenshot(path=tmp, clip=clip, timeout=15_000)
+    try:
+        from PIL import Image
+    except ImportError:
+        tmp.replace(path)
+        return path
+    with Image.open(tmp) as im:
+        im.convert("RGB").quantize(colours, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    tmp.unlink()
+    return path
+
+
 def artifacts_dir() -> Path:
     d = Path(os.environ.get("CUDA_MAGIC_ARTIFACTS") or ROOT / "tests" / ".artifacts")
     d.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,8 @@ download). To run it locally:
 
 Skipped (with that hint) when /usr/bin/chromium or playwright is missing. Screenshots go to
 $CUDA_MAGIC_ARTIFACTS, else tests/.artifacts/. No GPU needed: the notebook then compiles for sm_90a.
+A passing quickstart run also rewrites the README's picture, docs/img/quickstart.png: the
+%%cuda cell and its widget with the SASS tab open.
 """
 
 import shutil
@@ -31,8 +33,12 @@ def lab(tmp_path):
         yield tmp_path, page, base, token
 
 
-def check_notebook(lab, name: str, screenshot: str):
-    """Open `name`, run all cells, check the Tab and its SASS panel, save a screenshot."""
+README_PICTURE = bu.ROOT / "docs" / "img" / "quickstart.png"
+
+
+def check_notebook(lab, name: str, screenshot: str, picture=None):
+    """Open `name`, run all cells, check the Tab and its SASS panel, save a screenshot (and,
+    if it passed, a picture of the %%cuda cell to `picture`)."""
     root, page, base, token = lab
     png = bu.artifacts_dir() / screenshot
     png.unlink(missing_ok=True)
@@ -47,6 +53,9 @@ def check_notebook(lab, name: str, screenshot: str):
         bu.expect(config).to_contain_text("kernel:scale_ftz", timeout=10_000)
         sass = bu.select_tab(tab, "SASS")
         bu.expect(sass).to_contain_text("FMUL", timeout=30_000)             # filled when opened
+        if picture is not None:
+            cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jupyter-widgets.widget-tab"))
+            bu.save_cell_picture(page, cell.first, picture)
     finally:
         page.screenshot(path=png, full_page=True, timeout=15_000)  # on failure too
     assert png.stat().st_size > 0
@@ -54,7 +63,8 @@ def check_notebook(lab, name: str, screenshot: str):
 
 def test_quickstart(lab):
     shutil.copy(bu.ROOT / "notebooks" / "quickstart.ipynb", lab[0] / "quickstart.ipynb")
-    check_notebook(lab, "quickstart.ipynb", "quickstart.png")
+    check_notebook(lab, "quickstart.ipynb", "quickstart.png", picture=README_PICTURE)
+    assert 0 < README_PICTURE.stat().st_size < 150_000
 
 
 def test_ftz_comparison_toggles(lab):

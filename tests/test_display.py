@@ -258,7 +258,7 @@ def test_compilation_result_and_nvcc_fatbin_views(tools):
     assert isinstance(v, CellView) and "nvcc" in v.text() and "fatbin" in v.text()
     w = v.widget()
     w.tab.selected_index = 3
-    assert tools == ["cuobjdump"] and "FMUL" in w.sass.pane.value
+    assert tools == ["nvdisasm"] and "FMUL" in w.sass.pane.value   # on the fatbin's ELF image
     ptx_only = compile_source(SAXPY, {"cuda": opts(target_format="ptx")})
     assert "no ptxas figures: the target is PTX" in view(ptx_only).widget().tab.children[1].value
 

@@ -16,9 +16,9 @@ from typing import Callable, Mapping, Sequence
 
 import yaml
 
-from ..compile.compiler import CompilationResult, compile_resolved, complete
-from ..config import LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
-    parse_backend_config, quote, resolve, validate
+from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved, complete
+from ..config import APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
+    parse_backend_config, quote, resolve, spellings, validate
 from ..runtime import Kernel, Param
 from . import bind, signature
 from .bind import Binding
@@ -142,7 +142,7 @@ def _header(lines: list[str], first: int) -> tuple[dict, dict]:
                         f"{quote(lines[0].strip())}", first)
     where = {key: first + rows.get(str(key), 0) for key in data}
     for key, value in data.items():
-        if key in LIST_KEYS and isinstance(value, str):
+        if (key in LIST_KEYS or key in APPEND_KEYS) and isinstance(value, str):
             try:
                 items = ", ".join(shlex.split(value))
             except ValueError:   # an unbalanced quote: show the form, not the value
@@ -213,17 +213,20 @@ def parse_cell(text: str) -> ParsedCell:
 def line_config(*, arch: str | None = None, compiler: str | None = None,
                 target_format: str | None = None, nvrtc: str | None = None,
                 nvcc: str | None = None, ptxas: str | None = None,
-                backend_config: str | None = None) -> dict:
+                backend_config: str | None = None, nvrtc_append: str | None = None,
+                nvcc_append: str | None = None, ptxas_append: str | None = None) -> dict:
     """The config layer of the ``%%cuda`` line: flags as strings, lists shell-split.
 
     ``nvrtc="--use_fast_math --ftz=false"`` -> ``["--use_fast_math", "--ftz=false"]``;
-    ``""`` -> ``[]``.  ``backend_config`` is TVM's JSON, ``{"cuda": {...}}``.
-    A key given twice (a flag and the JSON) is an error.
+    ``""`` -> ``[]``.  ``nvrtc_append="-lineinfo"`` (``--nvrtc+``) -> ``{"nvrtc+":
+    ["-lineinfo"]}``, appended to the inherited list.  ``backend_config`` is TVM's JSON,
+    ``{"cuda": {...}}``.  A key given twice (a flag and the JSON) is an error.
     """
     out: dict = {}
+    lists = (("nvrtc", nvrtc), ("nvcc", nvcc), ("ptxas", ptxas), ("nvrtc+", nvrtc_append),
+             ("nvcc+", nvcc_append), ("ptxas+", ptxas_append))
     for key, value in (("arch", arch), ("compiler", compiler), ("target_format", target_format),
-                       ("nvrtc", nvrtc), ("nvcc", nvcc), ("ptxas", ptxas),
-                       ("backend_config", backend_config)):
+                       *lists, ("backend_config", backend_config)):
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"--{key.replace('_', '-')} takes one string, not "
                               f"{type(value).__name__} {quote(value)}",
@@ -231,7 +234,7 @@ def line_config(*, arch: str | None = None, compiler: str | None = None,
     for key, value in (("arch", arch), ("compiler", compiler), ("target_format", target_format)):
         if value is not None:
             out[key] = value
-    for key, value in (("nvrtc", nvrtc), ("nvcc", nvcc), ("ptxas", ptxas)):
+    for key, value in lists:
         if value is not None:
             try:
                 out[key] = shlex.split(value)
@@ -242,8 +245,8 @@ def line_config(*, arch: str | None = None, compiler: str | None = None,
     if backend_config is not None:
         nested = parse_backend_config(backend_config)
         for key in nested:
-            if key in out:
-                raise ConfigError(f"'{key}' is given both as --{key.replace('_', '-')} and in "
+            for flag in spellings(key) & set(out):
+                raise ConfigError(f"'{key}' is given both as --{flag.replace('_', '-')} and in "
                                   f"--backend-config; give it once", key)
         out.update(nested)
     return validate(out)
@@ -327,9 +330,10 @@ class Module:
                 short.append(e.name)
         if len(short) == 1:
             return short[0]
-        raise KeyError(f"no kernel {key!r} in this cell; it has {', '.join(self.kernels) or 'none'}"
-                       + (" (several match: give the qualified name or the Python name)"
-                          if short else ""))
+        raise NoKernelError(f"no kernel {clip(repr(key), 80)} in this cell; it has "
+                            f"{', '.join(self.kernels) or 'none'}"
+                            + (" (several match: give the qualified name or the Python name)"
+                               if short else ""))
 
     def __getitem__(self, key: str) -> Kernel:
         return self.kernels[self._name(key)]
@@ -337,10 +341,7 @@ class Module:
     def __getattr__(self, key: str) -> Kernel:
         if key.startswith("_"):
             raise AttributeError(key)
-        try:
-            return self[key]
-        except KeyError as exc:
-            raise AttributeError(exc.args[0]) from None
+        return self[key]        # NoKernelError is an AttributeError too
 
     def __dir__(self):
         return [*super().__dir__(), *self.python_names()]
@@ -366,9 +367,9 @@ class Module:
 
 def _layers(parsed: ParsedCell, options: Mapping, session: Mapping | None, preset: str | None):
     for key in options:
-        if key in parsed.header:
-            raise CellError(f"'{key}' is set both on the %%cuda line and in the //| header; "
-                            f"set it in one place", parsed.header_lines.get(key), key)
+        for other in spellings(key) & set(parsed.header):
+            raise CellError(f"'{key}' is set on the %%cuda line and '{other}' in the //| header; "
+                            f"set it in one place", parsed.header_lines.get(other), other)
     base = [(f"preset:{preset}", get_preset(preset))] if preset else []
     return base + [("session", session), ("cell", {**options, **parsed.header})]
 

@@ -250,9 +250,11 @@ def _nbytes(value) -> int:
 
 def _limit(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int number of bytes, not {type(value).__name__}")
+        from .backends import InputTypeError
+        raise InputTypeError(f"{name} must be an int number of bytes, not {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"{name} must be >= 0, not {value}")
+        from ..config import ConfigError
+        raise ConfigError(f"{name} must be >= 0, not {value}")
     return value
 
 

@@ -14,16 +14,22 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from .arch import detect_arch
-from .backends import CompileError, Output, get_backend
+from .backends import CompileError, InputTypeError, Output, get_backend
 from .cache import Cache
 from . import headers as _headers
-from ..config import BackendConfig, ConfigError, Resolved, bad_char, get_preset, \
+from ..config import BackendConfig, ConfigError, Error, Resolved, bad_char, get_preset, \
     parse_backend_config, quote, resolve
 from .ptxas import Resources, parse_ptxas
 
 __all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",
            "resolve_layers", "complete", "set_cache_dir", "set_cache_limit", "clear_cache", "cache",
-           "match_symbol"]
+           "match_symbol", "NoKernelError"]
+
+
+class NoKernelError(Error, KeyError, AttributeError):
+    """No kernel by that name in a build or a ``%%cuda`` Module (``m["x"]`` and ``m.x``: a
+    ``KeyError`` and an ``AttributeError`` both); the message lists the kernels there are."""
+
 
 NO_ARCH = ("no 'arch' is set and no GPU was found to detect one; set it, e.g. "
            "%%cuda --arch sm_90a, %cuda_config --arch sm_90a, a '//| arch: sm_90a' "
@@ -319,10 +325,10 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
                      force: bool = False) -> CompilationResult:
     """Compile ``source`` under an already layered config (see :func:`resolve_layers`)."""
     if not isinstance(source, str):
-        raise TypeError(f"source must be a str of CUDA C++, not {type(source).__name__}")
+        raise InputTypeError(f"source must be a str of CUDA C++, not {type(source).__name__}")
     names = tuple(name_expressions)
     if not all(isinstance(n, str) and n for n in names):
-        raise TypeError(f"name_expressions must be non-empty strings, not {quote(names)}")
+        raise InputTypeError(f"name_expressions must be non-empty strings, not {quote(names)}")
     # NVRTC stops reading at a NUL (what follows would silently vanish), and a lone
     # surrogate cannot be encoded for any compiler: refuse both, naming the line.
     bad = bad_char(source)

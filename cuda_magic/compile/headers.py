@@ -49,7 +49,8 @@ def define_header(name: str, text: str) -> bool:
                           "or 'lib/util.cuh' (letters, digits, _ . + -, '/' between parts)",
                           "header")
     if not isinstance(text, str):
-        raise TypeError(f"header text must be a str, not {type(text).__name__}")
+        from .backends import InputTypeError
+        raise InputTypeError(f"header text must be a str, not {type(text).__name__}")
     bad = bad_char(text)
     if bad:     # NVRTC would stop reading at a NUL
         raise ConfigError(f"header {name!r} line {bad[0]}, column {bad[1]}: {bad[2]} cannot be "

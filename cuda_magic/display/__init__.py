@@ -14,13 +14,22 @@ import sys
 from .. import inspect
 from ..compile.backends import CompileError
 from ..cell import session_config
-from ..config import printable
+from ..config import Error, clip, printable, quote
 from . import html, text
 from .content import Build, Content, Entry, argv_text, content
 
-__all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "view", "show", "WHAT"]
+__all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "ShowError", "ViewError", "view",
+           "show", "WHAT"]
 
-WHAT = ("summary", "config", "resources", "log", "sass", "ptx", "source")
+WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source")
+
+
+class ShowError(Error, ValueError):
+    """``show(obj, what, kernel)`` was asked for a part or a kernel that is not there."""
+
+
+class ViewError(Error, TypeError):
+    """``view``/``show`` was given something that has no view."""
 
 
 def _kernel_frontend() -> bool:
@@ -173,6 +182,13 @@ def view(obj, **options):
         return ErrorView(obj)
     if isinstance(obj, Comparison):
         return CompareView(obj)
+    from ..cell import Module
+    from ..compile.compiler import CompilationResult
+    from ..runtime import Kernel
+    if not isinstance(obj, (Module, CompilationResult)):
+        hint = " (for a Kernel k, its build: show(k.result, 'sass'))" if isinstance(obj, Kernel) else ""
+        raise ViewError(f"cannot show {type(obj).__name__} {quote(obj, 60)}: pass a %%cuda Module, a "
+                        f"CompilationResult, a %%cuda_compare Comparison or a CompileError{hint}")
     return CellView(obj, **options)
 
 
@@ -181,13 +197,14 @@ def _entry(c: Content, kernel: str):
         if kernel in (e.name, e.symbol) or (e.kernel is not None and kernel == e.kernel.name):
             return b, e
     names = ", ".join(e.name for _, e in c.entries) or "none"
-    raise ValueError(f"kernel={kernel!r}: no such kernel here; the kernels are {names}")
+    raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are {names}")
 
 
 def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> None:
     """Print one part of a compiled cell as plain text.
 
-    ``what`` is one of summary, config, resources, log, sass, ptx, source
+    ``what`` is one of summary, config, argv (exactly as it ran), resources, log, sass, ptx,
+    source
     (and numbers, for a comparison);
     ``kernel`` narrows sass, ptx, config, log and resources to one kernel
     (its C++ name or its name in the binary).  ``obj`` is a ``%%cuda``
@@ -202,11 +219,13 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         cuda_magic.show(c, "sass")            # a comparison's SASS diffs
     """
     if what not in (*WHAT, "numbers"):
-        raise ValueError(f"what={what!r}: choose one of {', '.join(WHAT)} (numbers: a comparison's)")
+        raise ShowError(f"what={clip(repr(what), 80)}: choose one of {', '.join(WHAT)} (numbers: a "
+                        f"comparison's)")
     out = file or sys.stdout
     v = view(obj)
     if isinstance(v, ErrorView):
-        print(v.error.log if what == "log" else v.text(), file=out)
+        print(v.error.log if what == "log" else argv_text(v.error.argv) if what == "argv" else
+              v.text(), file=out)
         return
     if isinstance(v, ConfigView):
         print(v.text(), file=out)
@@ -215,8 +234,8 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         from .compare import text_parts
         cmp = v.comparison
         if kernel is not None and kernel not in cmp.kernels:
-            raise ValueError(f"kernel={kernel!r}: no such kernel here; the kernels are "
-                             f"{', '.join(cmp.kernels) or 'none'}")
+            raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are "
+                            f"{', '.join(cmp.kernels) or 'none'}")
         if what == "source":
             body = text.numbered(cmp.source)
         elif what in ("summary", "log"):
@@ -226,7 +245,7 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         print(body.rstrip("\n"), file=out)
         return
     if what == "numbers":
-        raise ValueError("what='numbers' is for a %%cuda_compare Comparison; this is a compiled cell")
+        raise ShowError("what='numbers' is for a %%cuda_compare Comparison; this is a compiled cell")
     c = v.content
     picked = [_entry(c, kernel)] if kernel is not None else c.entries
     builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)
@@ -236,6 +255,8 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         body = text.summary(narrowed)
     elif what == "config":
         body = text.config_of(narrowed)
+    elif what == "argv":        # exactly as it ran (the views name long paths: -I<cccl>)
+        body = text.exact_argv([(b.label, b.result.argv) for b in narrowed.builds])
     elif what == "resources":
         body = text.resources(narrowed)
     elif what == "log":

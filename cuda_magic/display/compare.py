@@ -14,10 +14,11 @@ from html import escape
 from .. import diff
 from ..variants import TOGGLES
 from . import html
-from .content import RESOURCE_COLUMNS, argv_text
+from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,
+                      compilers, version_note)
 from .text import table as text_table
 
-__all__ = ["CompareView", "builds", "resource_diff", "header"]
+__all__ = ["CompareView", "builds", "resource_diff", "header", "notes"]
 
 FOLD = 8           # equal runs longer than this fold to their ends
 CONTEXT = 3
@@ -88,6 +89,10 @@ def folded(rows: list[diff.Row]) -> list[diff.Row | int]:
     return out
 
 
+def _results(cmp) -> list:
+    return [r for name in cmp.names for r in cmp.modules[name].results]
+
+
 def header(cmp) -> str:
     first = cmp.modules[cmp.baseline].result
     n = len(cmp.names)
@@ -96,7 +101,14 @@ def header(cmp) -> str:
              *cmp.names[1:]]
     return " · ".join([f"{n} variants: {' vs '.join(names)}",
                        ", ".join(cmp.kernels) or "no kernels", first.arch,
-                       f"{first.compiler} {first.compiler_version}", f".FTZ: {ftz}"])
+                       compilers(_results(cmp)), f".FTZ: {ftz}"])
+
+
+def notes(cmp) -> list[str]:
+    """Under the header: the variants' compilers differ in version (their SASS may differ for
+    that reason alone)."""
+    note = version_note(_results(cmp))
+    return [note] if note else []
 
 
 def _pairs(cmp, kernel: str):
@@ -145,9 +157,13 @@ def text_parts(cmp, kernel: str | None = None, ptx: bool | None = None) -> dict[
     """The text view by part (what ``show`` prints): config, resources, sass, numbers, ptx
     (the PTX diff only with ``ptx=True``, by default as the comparison was asked)."""
     kernels = [k for k in cmp.kernels if kernel in (None, k)]
+    bs = builds(cmp)
     parts = {"config": text_table(["variant", "toggles", "argv"],
-                                  [[label, toggles(cmp, name), argv_text(r.argv)]
-                                   for label, name, r in builds(cmp)], indent="")}
+                                  [[label, toggles(cmp, name), argv_short_text(r.argv)]
+                                   for label, name, r in bs], indent="")
+             + ([f"({ARGV_HINT.format('c')})"]
+                if any(argv_shortened(r.argv) for *_, r in bs) else []),
+             "argv": [f"{label}: {argv_text(r.argv)}" for label, _, r in bs]}
     parts["resources"] = text_table(["kernel", "", *cmp.names],
                                     [[k, label, *values, "*" if differs else ""]
                                      for k, label, values, differs in resource_diff(cmp) if k in kernels],
@@ -172,7 +188,7 @@ def text(cmp) -> str:
     titles = {"config": "variants", "resources": "resources",
               "sass": f"SASS ({'unified' if cmp.diff_mode == 'unified' else 'side by side'})",
               "numbers": "numbers", "ptx": "PTX"}
-    out = [header(cmp)]
+    out = [header(cmp), *(f"! {n}" for n in notes(cmp))]
     for key, title in titles.items():
         if parts[key]:
             out += [title, *("  " + line for line in parts[key])]
@@ -294,6 +310,7 @@ def html_ptx(cmp) -> str:
 
 def page(cmp) -> str:
     parts = [f'<div style="{html.MONO}; margin: 2px 0"><b>{escape(header(cmp))}</b></div>',
+             *(html.note(n, html.WARN) for n in notes(cmp)),
              html.section("Variants", html_variants(cmp)),
              html.section("Resources", html_resources(cmp)),
              html.section("SASS diff", "".join(html_sass(cmp, k, cmp.diff_mode) for k in cmp.kernels)

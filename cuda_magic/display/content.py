@@ -7,13 +7,15 @@ Nothing here runs a tool: SASS and PTX are fetched by the renderers, lazily.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ..cell import Module
 from ..compile.compiler import CompilationResult
-from ..config import KEYS, Resolved
+from ..config import KEYS, LIST_KEYS, Resolved
 from ..compile.ptxas import Resources
 
 __all__ = ["Entry", "Build", "Content", "content", "value_text", "argv_text"]
@@ -81,7 +83,7 @@ class Content:
         time = f"compiled in {spent * 1e3:.1f} ms" if hits < len(rs) else \
             f"compiled earlier in {sum(r.compile_time for r in rs) * 1e3:.1f} ms"
         return " · ".join([names, one(r.arch for r in rs),
-                           one(f"{r.compiler} {r.compiler_version}" for r in rs),
+                           compilers(rs),
                            one(r.format for r in rs), time, cache, *([pch] if pch else []),
                            f"{len(rs)} module" + ("s" if len(rs) != 1 else "")])
 
@@ -98,13 +100,17 @@ class Content:
         return out
 
 
+def supplied_note(names) -> str:
+    return f"headers supplied (in memory, for NVRTC): {', '.join(names)}"
+
+
 def header_notes(results) -> list[str]:
     """What a compile read besides the cell: headers cuda-magic supplied, session headers, files."""
     def each(attr):
         return list(dict.fromkeys(x for r in results for x in attr(r)))
-    out = []
+    out = replaced_notes(results)
     if supplied := each(lambda r: r.supplied_headers):
-        out.append(f"headers supplied (in memory, for NVRTC): {', '.join(supplied)}")
+        out.append(supplied_note(supplied))
     if session := each(lambda r: r.inputs.session):
         out.append(f"%%cuda_header: {', '.join(session)}")
     if files := each(lambda r: (p for p, _ in r.inputs.files)):
@@ -155,6 +161,93 @@ def argv_text(argv) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+# -- argv, shortened for reading ----------------------------------------------------------------
+# The views show argv with long directories named (``-I<cuda-headers>``); the exact argv is one
+# click away (HTML: "exact argv"; text: ``cuda_magic.show(m, "argv")``).  Result.argv stays exact.
+
+ARGV_HINT = '<...> name long paths; cuda_magic.show({}, "argv") prints the exact argv'
+_PCH_FLAGS = ("--use-pch=", "--create-pch=")
+
+
+def argv_dirs(argv) -> list[tuple[str, str]]:
+    """``[(directory, short name)]`` for the long directories ``argv`` names, innermost first:
+    the toolkit's include directories the NVRTC backend adds (``<cuda-headers>``,
+    ``<cccl-headers>``, ``<cutlass-headers>``), the NVRTC precompiled-header directory
+    (``<pch-dir>``) and nvcc's private temporary directory (``<tmp-dir>``, that of its
+    ``cell.cu``).  (Hyphenated, so no name reads as an HTML tag.)"""
+    try:
+        from ..compile.headers import cutlass_dir, toolkit_dirs
+        dirs, cutlass = toolkit_dirs(), cutlass_dir()
+    except Exception:
+        dirs, cutlass = (), None
+    named = {}
+    for d in dirs:
+        named[d] = "<cutlass-headers>" if d == cutlass else \
+            "<cccl-headers>" if os.path.basename(d.rstrip(os.sep)) == "cccl" else \
+            "<cuda-headers>"
+    for a in argv:
+        for flag in _PCH_FLAGS:
+            if a.startswith(flag) and os.path.isabs(a[len(flag):]):
+                named.setdefault(os.path.dirname(a[len(flag):]), "<pch-dir>")
+        if os.path.isabs(a) and os.path.basename(a) == "cell.cu" and \
+                os.path.basename(os.path.dirname(a)).startswith("cuda-magic-"):
+            named.setdefault(os.path.dirname(a), "<tmp-dir>")
+    return sorted(((d, n) for d, n in named.items() if d and d != os.sep),
+                  key=lambda dn: len(dn[0]), reverse=True)
+
+
+def short_argv(argv) -> tuple[str, ...]:
+    """``argv`` with long directories named (see :func:`argv_dirs`) and an absolute nvcc as
+    ``nvcc`` (the header says which version ran)."""
+    dirs = argv_dirs(argv)
+    if not dirs and not (argv and os.path.isabs(argv[0])):
+        return tuple(argv)
+    pattern = re.compile("|".join(f"{re.escape(d)}(?=/|{re.escape(os.sep)}|$)" for d, _ in dirs)) \
+        if dirs else None
+    names = dict(dirs)
+    out = []
+    for i, a in enumerate(argv):
+        if i == 0 and os.path.isabs(a) and os.path.basename(a).startswith("nvcc"):
+            a = os.path.basename(a)
+        elif pattern is not None:
+            a = pattern.sub(lambda m: names[m.group(0)], a)
+        out.append(a)
+    return tuple(out)
+
+
+_NAMED = re.compile(r"[\w@%+=:,./-]*<(cuda|cccl|cutlass)-headers>[\w@%+=:,./-]*|"
+                    r"[\w@%+=:,./-]*<(pch|tmp)-dir>[\w@%+=:,./-]*")
+
+
+def argv_short_text(argv) -> str:
+    """The argv as the views show it: shortened, and quoted only where a shell would need it
+    (the ``<...>`` names are shown bare)."""
+    return " ".join(a if _NAMED.fullmatch(a) else shlex.quote(a) for a in short_argv(argv))
+
+
+def argv_shortened(argv) -> bool:
+    return short_argv(argv) != tuple(argv)
+
+
+# -- compiler versions --------------------------------------------------------------------------
+
+def compilers(results) -> str:
+    """``nvrtc 13.5`` or ``nvrtc 13.5 / nvcc 13.0.88``: each compiler and version that ran."""
+    return " / ".join(dict.fromkeys(f"{r.compiler} {r.compiler_version}" for r in results))
+
+
+def version_note(results) -> str | None:
+    """When the builds come from compilers of different versions (NVRTC 13.5 and nvcc 13.0,
+    say): a note that their differences may come from the compilers, not the flags."""
+    ran = dict.fromkeys((r.compiler, r.compiler_version) for r in results)
+    releases = {m.group(0) if (m := re.match(r"\d+\.\d+", v)) else v for _, v in ran}
+    if len(releases) < 2:
+        return None
+    names = [f"{c} {v}" for c, v in ran]
+    listed = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{listed} differ in version: differences may come from the compilers, not the flags"
+
+
 def config_rows(columns: list[tuple[str, Resolved]]) -> list[tuple[str, list[tuple[str | None, str | None]]]]:
     """``[(key, [(value text or None, layer or None) per column])]`` for every key."""
     rows = []
@@ -167,6 +260,30 @@ def config_rows(columns: list[tuple[str, Resolved]]) -> list[tuple[str, list[tup
                 cells.append((None, None))
         rows.append((key, cells))
     return rows
+
+
+def config_notes(columns: list[tuple[str, Resolved]]) -> list[str]:
+    """Under the config table: how each list was built when layers appended to it
+    (``nvrtc: default ["--use_fast_math"] + cell ["-lineinfo"]``) and each list that dropped
+    flags it inherited (``nvrtc: replaces default ["--use_fast_math"]``)."""
+    out = []
+    for label, resolved in columns:
+        who = f" ({label})" if len(columns) > 1 else ""
+        for key in LIST_KEYS:
+            parts = resolved.parts(key) if key in resolved else []
+            if len(parts) > 1:
+                out.append(f"{key}{who}: " + " + ".join(f"{layer} {value_text(flags)}"
+                                                        for layer, flags in parts))
+        out += [f"{r.key}{who}: {str(r).split(': ', 1)[1]}" for r in resolved.replaced]
+    return list(dict.fromkeys(out))
+
+
+def replaced_notes(results) -> list[str]:
+    """For the header: the lists of the builds' own compilers (and ptxas') that dropped
+    inherited flags."""
+    return list(dict.fromkeys(
+        str(r) if r.layer == "cell" else f"{r.key}: {r.layer} replaces {r.source} {value_text(r.inherited)}"
+        for res in results for r in res.config.replaced if r.key in (res.compiler, "ptxas")))
 
 
 def build_columns(c: Content) -> list[tuple[str, Resolved]]:

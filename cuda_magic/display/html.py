@@ -13,12 +13,14 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
-from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
-                      config_rows, header_notes, resource_note, resource_rows)
+from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_shortened,
+                      argv_short_text, argv_text, build_columns,
+                      config_notes, config_rows, resource_note, resource_rows,
+                      supplied_note)
 from .sass import SassLexer, SassStyle, annotate
 
-__all__ = ["header", "config", "resources", "log", "sass", "ptx", "source", "page", "error",
-           "pre", "note"]
+__all__ = ["header", "config", "argv_html", "resources", "log", "sass", "ptx", "source", "page",
+           "error", "pre", "note"]
 
 MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 PRE = (f"{MONO}; line-height: 1.35; margin: 0; padding: 4px 6px; max-height: 36em; overflow: auto; "
@@ -136,11 +138,21 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
             shown = _span("(not set)", DIM) if value is None else escape(value)
             out += [f"<b>{shown}</b>" if differs else shown, _layer(layer)]
         body.append(out)
-    parts = [lead, table(head, body)]
+    parts = [lead, table(head, body)] + [note(n) for n in config_notes(columns)]
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""
-        parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + pre(argv_text(argv), WRAP))
+        parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + argv_html(argv))
     return "".join(parts)
+
+
+def argv_html(words) -> str:
+    """The argv with long paths named (``-I<cuda-headers>``), and the exact argv under a
+    "exact argv" toggle when they differ."""
+    shown = pre(argv_short_text(words), WRAP)
+    if not argv_shortened(words):
+        return shown
+    return (shown + f'<details style="margin: 2px 0"><summary style="{MONO}; {DIM}; cursor: '
+            f'pointer">exact argv</summary>{pre(argv_text(words), WRAP)}</details>')
 
 
 def config_of(c: Content) -> str:
@@ -177,7 +189,7 @@ def log(c: Content) -> str:
         if len(c.builds) > 1:
             parts.append(f'<div style="{MONO}; margin-top: 6px"><b>{escape(b.label)}</b></div>')
         if b.result.supplied_headers:
-            parts.append(note(header_notes([b.result])[0]))
+            parts.append(note(supplied_note(b.result.supplied_headers)))
         text = b.result.log.strip("\n")
         if not text:
             parts.append(note("(the compiler printed nothing)"))
@@ -258,6 +270,6 @@ def error(exc) -> str:
     head = f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.what)}</b>{count}</div>'
     body = f'<pre style="{PRE}">' + "\n".join(items) + "</pre>" if items else ""
     return (f'<div class="cuda-magic">{head}{body}'
-            f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{pre(argv_text(exc.argv), WRAP)}'
+            f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{argv_html(exc.argv)}'
             + section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)"))
             + "</div>")

@@ -118,7 +118,8 @@ class SassStyle(Style):
     }
 
 
-_DIRECTIVE = re.compile(r"^\s*(//-{5,}.*|\.(section|align|global|type|size|other|weak)\b.*)$")
+_DIRECTIVE = re.compile(r"^\s*(//-{5,}.*|\.(section|align|global|type|size|other|weak|target|"
+                        r"elftype|headerflags)\b.*|/\* 0x[0-9a-f]{16} \*/|\.{6,})\s*$")
 
 
 _INSTRUCTION = re.compile(r"^\s*(/\*[0-9a-fA-F]{4,}\*/)\s*(@!?U?P[T\d]\s+)?(.*)$")
@@ -127,7 +128,8 @@ _INSTRUCTION = re.compile(r"^\s*(/\*[0-9a-fA-F]{4,}\*/)\s*(@!?U?P[T\d]\s+)?(.*)$
 def tidy(sass: str) -> str:
     """Drop the assembler directives and the banner nvdisasm prints above each function
     (as Compiler Explorer does) and close up the columns; labels, instructions and
-    comments stay."""
+    comments stay.  (A fatbin's SASS reaches here in nvdisasm's layout too: see
+    :func:`cuda_magic.inspect.sass_text`.)"""
     out = []
     for line in sass.splitlines():
         if _DIRECTIVE.match(line):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_text, build_columns,
-                      config_rows, header_notes, resource_note, resource_rows)
+from .content import (ARGV_HINT, DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_shortened,
+                      argv_short_text, argv_text, build_columns,
+                      config_notes, config_rows, resource_note, resource_rows,
+                      supplied_note)
 
-__all__ = ["config", "config_of", "resources", "log", "summary", "numbered"]
+__all__ = ["config", "config_of", "exact_argv", "resources", "log", "summary", "numbered"]
 
 
 def table(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -21,10 +23,18 @@ def config(columns, argvs=()) -> str:
     rows = [[key] + [x for v, layer in cells for x in (v if v is not None else "(not set)",
                                                          f"[{layer}]" if layer else "")]
             for key, cells in config_rows(columns)]
-    out = table(head, rows)
+    out = table(head, rows) + [f"  {n}" for n in config_notes(columns)]
     for label, argv in argvs:
-        out.append(f"argv{f' ({label})' if many else ''}: {argv_text(argv)}")
+        out.append(f"argv{f' ({label})' if many else ''}: {argv_short_text(argv)}")
+    if any(argv_shortened(argv) for _, argv in argvs):
+        out.append(f"  ({ARGV_HINT.format('m')})")
     return "\n".join(out)
+
+
+def exact_argv(argvs) -> str:
+    """Each build's argv exactly as it ran (``show(m, "argv")``), one per line."""
+    many = len(argvs) > 1
+    return "\n".join(f"{f'{label}: ' if many else ''}{argv_text(argv)}" for label, argv in argvs)
 
 
 def config_of(c: Content) -> str:
@@ -59,7 +69,7 @@ def log(c: Content) -> str:
     for b in c.builds:
         if len(c.builds) > 1:
             parts.append(f"-- {b.label} --")
-        parts += header_notes([b.result])[:1] if b.result.supplied_headers else []
+        parts += [supplied_note(b.result.supplied_headers)] if b.result.supplied_headers else []
         parts.append(b.result.log.strip("\n") or "(the compiler printed nothing)")
     return "\n".join(parts)
 

@@ -10,6 +10,9 @@ colours stop at those limits everywhere (the rest is plain text).
 
 from __future__ import annotations
 
+import threading
+import time
+from contextlib import contextmanager
 from typing import Callable, Sequence
 
 from . import html
@@ -17,6 +20,26 @@ from . import html
 __all__ = ["TITLES", "COMPARE_TITLES", "LazyPanel", "cell_widget", "compare_widget"]
 
 TITLES = ("Config", "Resources", "Log", "SASS", "PTX", "Source")
+
+
+@contextmanager
+def live(pane, what: str, every: float = 0.25):
+    """While the block runs, ``pane`` (an HTML widget) reads "⏳ what … 1.2 s", the time
+    counted by a timer thread (widget updates reach the browser from any thread)."""
+    started = time.monotonic()
+    pane.value = html.note(f"⏳ {what} …")
+    done = threading.Event()
+
+    def count():
+        while not done.wait(every):
+            pane.value = html.note(f"⏳ {what} … {time.monotonic() - started:.1f} s")
+    timer = threading.Thread(target=count, name="cuda-magic status", daemon=True)
+    timer.start()
+    try:
+        yield
+    finally:
+        done.set()
+        timer.join()
 
 
 class LazyPanel:
@@ -39,9 +62,9 @@ class LazyPanel:
         self.shown = True
         i = self.dropdown.value
         if i not in self.pages:
-            self.pane.value = html.note(f"⏳ {self.working} …")
             try:
-                self.pages[i] = self.render(i)
+                with live(self.pane, self.working):
+                    self.pages[i] = self.render(i)
             except Exception as exc:   # a missing tool or a failed compile: say so in the tab
                 self.pages[i] = html.note(f"{type(exc).__name__}: {exc}", html.ERR)
         self.pane.value = self.pages[i]
@@ -90,8 +113,6 @@ def compare_widget(cmp):
     """The widget for a :class:`~cuda_magic.comparison.Comparison`: a header, toggles for the last
     variant (each change rebuilds it through the compile cache and re-runs it; the baseline stays),
     then tabs.  ``box.comparison`` is the comparison shown now."""
-    import time
-
     import ipywidgets as widgets
 
     from ..variants import TOGGLES
@@ -124,15 +145,17 @@ def compare_widget(cmp):
             html.note("no kernels in this cell")
 
     def show_ptx():
-        panes["PTX diff"].value = html.note("⏳ getting the PTX …")
         try:
-            panes["PTX diff"].value = view.html_ptx(box.comparison)
+            with live(panes["PTX diff"], "getting the PTX"):
+                page = view.html_ptx(box.comparison)
+            panes["PTX diff"].value = page
         except Exception as exc:
             panes["PTX diff"].value = html.note(f"{type(exc).__name__}: {exc}", html.ERR)
 
     def refresh():
         c = box.comparison
-        head.value = f'<div style="{html.MONO}"><b>{html.escape(view.header(c))}</b></div>'
+        head.value = f'<div style="{html.MONO}"><b>{html.escape(view.header(c))}</b></div>' + \
+            "".join(html.note(n, html.WARN) for n in view.notes(c))
         panes["Variants"].value = view.html_variants(c)
         panes["Resources"].value = view.html_resources(c)
         panes["Numbers"].value = view.html_numbers(c)
@@ -155,7 +178,9 @@ def compare_widget(cmp):
         t = change["owner"].description
         start = time.perf_counter()
         try:
-            new = box.comparison.toggled(t, change["new"])
+            with live(status, f"{t} → {'on' if change['new'] else 'off'}: rebuilding variant "
+                              f"{box.comparison.names[-1]!r}"):
+                new = box.comparison.toggled(t, change["new"])
         except Exception as exc:     # a compile or run error: keep what is shown, say why
             status.value = html.note(f"{t}={change['new']}: {type(exc).__name__}: {exc}", html.ERR)
             quiet["on"] = True

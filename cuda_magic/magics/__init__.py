@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
@@ -20,12 +21,14 @@ from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 from .. import cell as _cell
 from ..compile.arch import detect_arch
 from ..compile.backends import CompileError
+from ..compile.backends.limits import progress
 from ..compile.compiler import CompilationResult, complete, set_cache_dir
 from ..compile.headers import define_header, header_users, note_users
-from ..config import (KEYS, ConfigError, check_preset, from_json, get_preset, quote, register_preset,
-                      resolve)
+from ..config import (KEYS, LAYER_KEYS, ConfigError, check_preset, from_json, get_preset, quote,
+                      register_preset, resolve, spellings)
 from ..config import validate as validate_config
 from ..display import ConfigView, ErrorView, HeaderView, view
+from ..display.progress import Status
 from ..display.compare import CompareView
 from ..variants import INPUTS, TOGGLES
 from . import args as _args
@@ -46,12 +49,23 @@ def _check_session(defaults: dict, preset: str | None, preset_config: dict | Non
             raise
 
 
+@contextmanager
+def _status(shell, quiet: bool = False):
+    """A live status line while a compile runs over half a second: an output updated in place
+    in a notebook (a kernel's shell), a line on stderr in a terminal."""
+    if quiet:
+        yield
+        return
+    with Status(live=getattr(shell, "kernel", None) is not None) as status, progress(status):
+        yield
+
+
 def _changes(old: dict, new: dict) -> str:
     """``arch 'sm_80' -> 'sm_89', ptxas (unset) -> ['-v']``."""
     def shown(cfg, key):
         return repr(cfg[key]) if key in cfg else "(unset)"
     return ", ".join(f"{key} {shown(old, key)} -> {shown(new, key)}"
-                     for key in KEYS if old.get(key) != new.get(key))
+                     for key in LAYER_KEYS if old.get(key) != new.get(key))
 
 
 @magics_class
@@ -88,7 +102,7 @@ class CudaMagics(Magics):
     def _cache_dir_changed(self, change):
         set_cache_dir(change["new"])
 
-    @magic_arguments()
+    @magic_arguments("%cuda")   # usage line: %%cuda (IPython prints one %)
     @config_options
     @argument("--instantiate", action="append", metavar='"NAME<T>"',
               help='instantiate a template kernel, e.g. --instantiate "axpy<float>" (repeatable)')
@@ -110,10 +124,13 @@ class CudaMagics(Magics):
         in the cell header is an error.  Kernels whose resolved configs are
         equal share one module; others get their own build of the cell.
 
-        The cell shows what was compiled: a header line over tabs Config
-        (values and layers, argv), Resources (ptxas -v), Log, SASS and PTX
+        The cell shows what was compiled: a header line (kernels, arch, the
+        compilers and versions that ran, format, time, cache) over tabs Config
+        (values and layers; argv with long paths named, ``-I<cccl-headers>``,
+        the exact argv a click away), Resources (ptxas -v), Log, SASS and PTX
         (made when their tab is opened) and Source; ``cuda_magic.show(m,
-        "sass", kernel="scale")`` prints one part as text.
+        "sass", kernel="scale")`` prints one part as text, ``cuda_magic.show(m,
+        "argv")`` the exact argv.
 
         The kernels bound are the kernel entries of the binary, under their
         C++ names (``a::k`` -> ``a_k`` and overloads with their parameter
@@ -153,10 +170,11 @@ class CudaMagics(Magics):
         args = _args.parse(self.cuda, line)
         _names.check_name(self.shell, args.name)
         try:
-            module = _cell.build(cell, _args.layer(args), session=self.defaults,
-                                 preset=args.preset or self.preset,
-                                 instantiate=args.instantiate or (), force=args.force,
-                                 load=not args.compile_only and detect_arch() is not None)
+            with _status(self.shell, args.quiet):
+                module = _cell.build(cell, _args.layer(args), session=self.defaults,
+                                     preset=args.preset or self.preset,
+                                     instantiate=args.instantiate or (), force=args.force,
+                                     load=not args.compile_only and detect_arch() is not None)
         except CompileError as exc:
             display(ErrorView(exc))
             exc.shown = True
@@ -168,7 +186,7 @@ class CudaMagics(Magics):
             note_users(used, f"In [{self.shell.execution_count}] ({kernels})")
         return None if args.quiet else module
 
-    @magic_arguments()
+    @magic_arguments("%cuda_header")   # usage line: %%cuda_header (IPython prints one %)
     @argument("name", help="the name cells include it by, e.g. factor.cuh or lib/util.cuh")
     @no_var_expand
     @cell_magic
@@ -196,7 +214,7 @@ class CudaMagics(Magics):
         changed = define_header(args.name, cell)
         return HeaderView(args.name, cell, changed, header_users(args.name))
 
-    @magic_arguments()
+    @magic_arguments("%cuda_compare")   # usage line: %%cuda_compare (IPython prints one %)
     @config_options
     @argument("--instantiate", action="append", metavar='"NAME<T>"',
               help='instantiate a template kernel, e.g. --instantiate "axpy<float>" (repeatable)')
@@ -228,6 +246,9 @@ class CudaMagics(Magics):
         the cell as configured with each toggle flipped (ftz, prec-div,
         prec-sqrt, fmad, fast-math); ``--variant "NAME: JSON"`` adds a
         variant set by a config layer.  The first variant is the baseline.
+        Variants may use different compilers (``--variant 'b: {"compiler":
+        "nvcc"}'``); when NVRTC and nvcc differ in version the view says so,
+        as the SASS may then differ for that reason alone.
 
         ``--run`` is evaluated once per variant in your namespace with that
         variant's kernels, on its own copies of the arrays it names (yours
@@ -254,9 +275,11 @@ class CudaMagics(Magics):
         recipe = _comparison.Recipe(cell, _args.layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
         try:
-            result = _comparison.build(recipe, args.variant, vary=args.vary or (), run=args.run,
-                                    inputs=args.inputs, namespace=self.shell.user_ns,
-                                    diff_mode=args.diff, show_ptx=args.ptx)
+            with _status(self.shell):
+                result = _comparison.build(recipe, args.variant, vary=args.vary or (),
+                                           run=args.run, inputs=args.inputs,
+                                           namespace=self.shell.user_ns,
+                                           diff_mode=args.diff, show_ptx=args.ptx)
         except CompileError as exc:
             display(ErrorView(exc))
             exc.shown = True
@@ -300,6 +323,7 @@ class CudaMagics(Magics):
 
             %cuda_config --arch sm_90a --nvrtc "--use_fast_math --ftz=false"
             %cuda_config --preset hopper
+            %cuda_config --nvrtc+ "-lineinfo"     # the session adds -lineinfo to the list
             %cuda_config --unset nvrtc
             %cuda_config --register-preset mine '{"cuda": {"ptxas": ["-v"]}}'
             %cuda_config --register-preset mine '{"cuda": {"ptxas": []}}' --override --preset mine
@@ -314,10 +338,14 @@ class CudaMagics(Magics):
         if args.reset:
             defaults, preset = {}, None
         for key in args.unset or ():
-            if key not in KEYS:
+            if key not in LAYER_KEYS:
                 raise UsageError(f"--unset {quote(key)}: unknown key; the keys are {', '.join(KEYS)}")
-            defaults.pop(key, None)
+            for spelling in spellings(key):     # --unset nvrtc drops nvrtc+ too
+                defaults.pop(spelling, None)
         layer = _args.layer(args)
+        for key in layer:     # the session sets a list one way: nvrtc (replace) or nvrtc+ (append)
+            for spelling in spellings(key):
+                defaults.pop(spelling, None)
         defaults.update(layer)
         pending = None      # (name, declaration it replaces or None, new declaration)
         if args.register_preset:

@@ -11,7 +11,7 @@ from IPython.utils.process import arg_split
 from .. import cell as _cell
 from ..config import clip, printable, quote
 
-_LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas")
+_LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas", "--nvrtc+", "--nvcc+", "--ptxas+")
 
 
 def config_options(func):
@@ -19,12 +19,19 @@ def config_options(func):
     for decorator in reversed([
         argument("--arch", help="GPU architecture, e.g. sm_90a (detected from the GPU if unset)"),
         argument("--compiler", help="nvrtc (in-process, default) or nvcc (subprocess)"),
-        argument("--target-format", help="cubin, ptx or fatbin (nvcc only)"),
-        argument("--nvrtc", metavar='"ARGS"', help='NVRTC flags, shell-split: --nvrtc "--use_fast_math '
-                 '--ftz=false"; "" clears the list'),
-        argument("--nvcc", metavar='"ARGS"', help="nvcc flags, shell-split"),
-        argument("--ptxas", metavar='"ARGS"', help='ptxas flags, shell-split: --ptxas "-v '
-                 '--warn-on-spills"'),
+        argument("--target-format", metavar="FORMAT", help="what the compiler makes: NVRTC cubin "
+                 "(default) or ptx; nvcc fatbin (default), cubin or ptx"),
+        argument("--nvrtc", metavar='"ARGS"', help='NVRTC flags, shell-split; they replace the inherited list '
+                 '(--nvrtc+ appends): --nvrtc "--use_fast_math --ftz=false"; "" clears it'),
+        argument("--nvcc", metavar='"ARGS"', help="nvcc flags, shell-split; they replace the inherited list"),
+        argument("--ptxas", metavar='"ARGS"', help='ptxas flags, shell-split; they replace the inherited list: '
+                 '--ptxas "-v --warn-on-spills"'),
+        argument("--nvrtc+", dest="nvrtc_append", metavar='"ARGS"',
+                 help='NVRTC flags appended to the inherited list: --nvrtc+ "-lineinfo"'),
+        argument("--nvcc+", dest="nvcc_append", metavar='"ARGS"',
+                 help="nvcc flags appended to the inherited list"),
+        argument("--ptxas+", dest="ptxas_append", metavar='"ARGS"',
+                 help="ptxas flags appended to the inherited list"),
         argument("--backend-config", metavar="JSON",
                  help="TVM-style config: '{\"cuda\": {\"arch\": \"sm_90a\"}}'"),
         argument("--preset", metavar="NAME", help="a preset layer: ampere, ada, hopper, blackwell, "
@@ -116,4 +123,6 @@ def parse(magic, line: str, prefix: str | None = None):
 def layer(args) -> dict:
     return _cell.line_config(arch=args.arch, compiler=args.compiler,
                              target_format=args.target_format, nvrtc=args.nvrtc, nvcc=args.nvcc,
-                             ptxas=args.ptxas, backend_config=args.backend_config)
+                             ptxas=args.ptxas, backend_config=args.backend_config,
+                             nvrtc_append=args.nvrtc_append, nvcc_append=args.nvcc_append,
+                             ptxas_append=args.ptxas_append)

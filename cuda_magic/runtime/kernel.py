@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..compile.compiler import CompilationResult
+from ..config import Error
 from . import driver, worker
 from .args import ArgumentError, Packer, release
 from .driver import CudaError, api, check
@@ -57,6 +58,10 @@ _ATTRIBUTES = {
     "ptx_version": "CU_FUNC_ATTRIBUTE_PTX_VERSION",
     "binary_version": "CU_FUNC_ATTRIBUTE_BINARY_VERSION",
 }
+
+
+class BenchError(Error, ValueError):
+    """A ``bench`` setting out of range (``repeat``)."""
 
 
 class Kernel:
@@ -222,8 +227,8 @@ class Kernel:
 
         NumPy arguments are copied to the GPU once, before timing, and not copied back.
         """
-        if repeat < 1:
-            raise ValueError("repeat must be >= 1")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise BenchError(f"repeat={str(repeat)[:40]}: the number of timed launches, an int >= 1")
         dims = _dims(grid, "grid") + _dims(block, "block")
         if driver.elsewhere():
             return worker.call(self, "bench", dims, shared_mem, args, repeat, warmup, nbytes)

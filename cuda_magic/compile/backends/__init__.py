@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 
 from ...config import ConfigError, Error, clip, printable
 
-__all__ = ["Backend", "Output", "CompileError", "ToolNotFoundError", "register_backend",
-           "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
+__all__ = ["Backend", "Output", "CompileError", "InputTypeError", "ToolNotFoundError",
+           "register_backend", "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
 
 
 class CompileError(Error, RuntimeError):
@@ -105,6 +105,11 @@ class ToolNotFoundError(Error, RuntimeError):
     """A CUDA tool (nvcc, nvdisasm, cuobjdump, NVRTC) is not installed."""
 
 
+class InputTypeError(Error, TypeError):
+    """A compile input of the wrong type (the source, a header's text, name expressions, a cache
+    limit); the message names the parameter."""
+
+
 @dataclass(frozen=True)
 class Output:
     """What one compiler run produced."""
@@ -150,8 +155,8 @@ class Backend:
 
     def __post_init__(self):
         if self.default_format not in self.formats:
-            raise ValueError(f"backend {self.name!r}: default format "
-                             f"{self.default_format!r} is not one of {self.formats}")
+            raise ConfigError(f"backend {self.name!r}: default format "
+                              f"{self.default_format!r} is not one of {self.formats}", "compiler")
 
 
 _REGISTRY: dict[str, Backend] = {}
@@ -163,8 +168,8 @@ def register_backend(backend: Backend) -> Backend:
     with _LOCK:
         old = _REGISTRY.get(backend.name)
         if old is not None and old != backend:
-            raise ValueError(f"backend {backend.name!r} is already registered with a "
-                             "different declaration")
+            raise ConfigError(f"backend {backend.name!r} is already registered with a "
+                              "different declaration", "compiler")
         _REGISTRY[backend.name] = backend
     return backend
 

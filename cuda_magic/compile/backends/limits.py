@@ -8,6 +8,9 @@ waiting at once, and a limit can be set after which a compile is given up:
   process (``None``: no limit).  Each compiler run gets the whole limit.
 - nvcc runs in its own process group; on Ctrl-C, the limit or any error the
   whole group (nvcc, cicc, ptxas, ...) is killed and its directory removed.
+- While a compile runs on the main thread, the listeners registered with
+  :func:`progress` are called every step with what runs and for how long, so that
+  a cell can show a live status ("compiling with nvcc… 1.2 s").
 - NVRTC runs in the calling process and cannot be stopped: the compile runs in
   a worker thread that the caller waits on in short steps, so Ctrl-C and the
   limit take effect at once.  The abandoned compile runs to completion in the
@@ -20,18 +23,45 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Sequence, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from ...config import ConfigError
 from . import CompileError
 
-__all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL"]
+__all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
+           "progress", "tick"]
 
 POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
 ENV = "CUDA_MAGIC_COMPILE_TIMEOUT"
 _UNSET = object()
 _state: dict = {"timeout": _UNSET}
+_listeners: list[Callable[[str, float], None]] = []
 T = TypeVar("T")
+
+
+@contextmanager
+def progress(listener: Callable[[str, float], None]) -> Iterator[None]:
+    """While the block runs, call ``listener(what, seconds)`` every :data:`POLL` seconds of a
+    compile waited for on the main thread (``what``: ``"compiling with nvcc"``)."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def tick(what: str, started: float) -> None:
+    """Tell the :func:`progress` listeners that ``what`` has run since ``started``
+    (``time.monotonic()``).  Only on the main thread; a failing listener is ignored."""
+    if not _listeners or threading.current_thread() is not threading.main_thread():
+        return
+    seconds = time.monotonic() - started
+    for listener in list(_listeners):
+        try:
+            listener(what, seconds)
+        except Exception:
+            pass
 
 
 def _seconds(value, where: str) -> float | None:
@@ -98,10 +128,10 @@ class CompileTimeoutError(CompileError):
 
 
 def wait_for(work: Callable[[], T], *, timeout: float | None, on_timeout: Callable[[], BaseException],
-             name: str = "cuda-magic compile") -> T:
+             name: str = "cuda-magic compile", what: str = "compiling") -> T:
     """Run ``work()`` in a worker thread and wait for it in steps of :data:`POLL` seconds, so
     that Ctrl-C (KeyboardInterrupt) reaches the caller at once; past ``timeout`` seconds raise
-    ``on_timeout()``.  Either way the worker is abandoned: it runs on and its result is dropped.
+    ``on_timeout()``.  Each step tells the :func:`progress` listeners ``what`` runs.  Either way the worker is abandoned: it runs on and its result is dropped.
     Off the main thread with no limit (parallel builds), ``work`` runs in the caller's thread."""
     if timeout is None and threading.current_thread() is not threading.main_thread():
         return work()
@@ -113,13 +143,16 @@ def wait_for(work: Callable[[], T], *, timeout: float | None, on_timeout: Callab
         except BaseException as exc:     # handed to the waiting thread
             box["error"] = exc
     worker = threading.Thread(target=run, name=name, daemon=True)
-    deadline = None if timeout is None else time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = None if timeout is None else started + timeout
     worker.start()
     while worker.is_alive():
         step = POLL if deadline is None else min(POLL, deadline - time.monotonic())
         if step <= 0:
             raise on_timeout()
         worker.join(step)
+        if worker.is_alive():
+            tick(what, started)
     if "error" in box:
         exc = box.pop("error")
         try:

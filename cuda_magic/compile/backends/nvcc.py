@@ -30,9 +30,10 @@ import time
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from ...config import ConfigError, clip
 from ..headers import cutlass_dir
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
-from .limits import POLL, CompileTimeoutError, compile_timeout
+from .limits import POLL, CompileTimeoutError, compile_timeout, tick
 
 FILENAME = "cell.cu"
 
@@ -127,7 +128,8 @@ def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) ->
     (return code, stdout + stderr).  KeyboardInterrupt, the time limit or any error kills
     the group before it propagates."""
     limit = compile_timeout()
-    deadline = None if limit is None else time.monotonic() + limit
+    started = time.monotonic()
+    deadline = None if limit is None else started + limit
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
                             env={**os.environ, "TMPDIR": tmp}, start_new_session=True)
@@ -143,7 +145,7 @@ def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) ->
                 out, err = proc.communicate(timeout=step)
                 break
             except subprocess.TimeoutExpired:
-                continue
+                tick("compiling with nvcc", started)
     except BaseException:
         _kill_group(proc)
         raise
@@ -155,8 +157,10 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
             ptxas: Sequence[str], name_expressions: Sequence[str] = (),
             headers: Mapping[str, str] = MappingProxyType({})) -> Output:
     if name_expressions:
-        raise ValueError("name expressions need NVRTC; with nvcc, instantiate templates "
-                         "explicitly in the source")
+        first = next((clip(n, 80) for n in name_expressions if "<" in n), "NAME<T>")
+        raise ConfigError(f"--instantiate / name expressions need NVRTC; nvcc compiles the cell as "
+                          f"written: instantiate in the source instead (template __global__ void "
+                          f"{first}(...);) or use --compiler nvrtc", "compiler")
     with _private_dir() as (tmp, box):
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
         argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas, "-I.",

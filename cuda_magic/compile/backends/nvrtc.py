@@ -133,7 +133,7 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
     limit = compile_timeout()
     return wait_for(
         lambda: _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch),
-        timeout=limit, name="cuda-magic nvrtc",
+        timeout=limit, name="cuda-magic nvrtc", what="compiling with nvrtc",
         on_timeout=lambda: CompileTimeoutError(
             "nvrtc", limit, argv, source, FILENAME,
             "NVRTC cannot be stopped: the compile was abandoned (it finishes in the background "

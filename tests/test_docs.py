@@ -1,0 +1,223 @@
+"""The README and docs/*.md: every example that claims to run, runs; every relative link works.
+
+The convention (docs/index.md says it too):
+
+- Fences ```python and ```ipython claim to run. Per file, they run in order as the cells of
+  one notebook, in a fresh `python3` kernel (nbclient) whose working directory is an empty
+  temporary folder. Any other fence (```text, ```sh, ```console, ```cuda, ```yaml, ```json)
+  is not run, and every fence names its language.
+- `<!-- gpu -->` on a line before a fence: the block needs a GPU. Without one it is left
+  out; `pytest -m gpu` runs every file with all of its blocks.
+- `<!-- raises NAME -->` on a line before a fence (with `<!-- gpu -->` or without): the block must fail with the exception
+  NAME (the example shows an error).
+- Without a GPU a `%%cuda` cell with no arch is an error (there is no GPU to detect one), so
+  the CPU run gives its kernel an IPython profile whose ipython_config.py says
+  `c.CudaMagics.defaults = {"arch": "sm_90a"}`: a session default, as a user would set it
+  (it shows as layer `session`). The GPU run adds nothing: blocks run as pasted.
+
+Also: README.md is at most 10 KiB, and names nothing outside the repository.
+"""
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+RUNS = {"python", "ipython"}
+FENCE = re.compile(r"^( {0,3})(`{3,})(.*)$")
+MARK = re.compile(r"^<!--\s*(gpu|raises\s+(\w+))\s*-->$")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CPU_CONFIG = 'c.CudaMagics.defaults = {"arch": "sm_90a"}\n'
+
+
+@dataclass
+class Block:
+    lang: str
+    line: int            # 1-based line of the opening fence
+    source: str
+    gpu: bool = False
+    raises: str | None = None
+
+
+def blocks(path: Path) -> list[Block]:
+    """The fenced blocks of a Markdown file, with the marks on the line before each."""
+    out, lines, i = [], path.read_text(encoding="utf-8").splitlines(), 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, ticks, lang = len(m.group(1)), m.group(2), m.group(3).strip()
+        start, body = i, []
+        i += 1
+        while i < len(lines) and not re.match(rf"^ {{0,3}}{ticks}\s*$", lines[i]):
+            body.append(lines[i][indent:] if lines[i][:indent].strip() == "" else lines[i])
+            i += 1
+        assert i < len(lines), f"{path.name}:{start + 1}: fence never closed"
+        i += 1
+        block = Block(lang, start + 1, "\n".join(body))
+        j = start - 1
+        while j >= 0 and (not lines[j].strip() or MARK.match(lines[j].strip())):
+            mark = MARK.match(lines[j].strip())
+            if mark and mark.group(1) == "gpu":
+                block.gpu = True
+            elif mark:
+                block.raises = mark.group(2)
+            j -= 1
+        out.append(block)
+    return out
+
+
+def ids(files):
+    return [str(f.relative_to(ROOT)) for f in files]
+
+
+RUNNABLE = [f for f in FILES if any(b.lang in RUNS for b in blocks(f))]
+
+
+def test_readme_is_small():
+    size = (ROOT / "README.md").stat().st_size
+    assert size <= 10 * 1024, f"README.md is {size} bytes; keep it <= 10240 (move detail to docs/)"
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_fences_name_their_language(path):
+    unnamed = [b.line for b in blocks(path) if not b.lang]
+    assert not unnamed, f"{path.name}: fences without a language at lines {unnamed}"
+    marked = [b.line for b in blocks(path) if (b.gpu or b.raises) and b.lang not in RUNS]
+    assert not marked, f"{path.name}: <!-- gpu/raises --> on blocks that do not run, lines {marked}"
+
+
+def _without_fences(text: str) -> str:
+    return re.sub(r"(?ms)^ {0,3}(`{3,}).*?^ {0,3}\1\s*$", "", text)
+
+
+def _without_code(text: str) -> str:
+    return re.sub(r"(`+)[^`\n]*?\1", "", _without_fences(text))
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    s = heading.strip().lower()
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    for line in _without_fences(path.read_text(encoding="utf-8")).splitlines():
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            slug = _slug(m.group(1))
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_relative_links(path):
+    text = path.read_text(encoding="utf-8")
+    assert "DESIGN.md" not in text and "../shared" not in text, \
+        f"{path.name} names a file outside the repository"
+    bad = []
+    for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", _without_code(text)):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):          # http:, https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.is_relative_to(ROOT):
+            bad.append(f"{target} (outside the repository)")
+        elif not dest.exists():
+            bad.append(f"{target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{target} (no heading #{anchor} in {dest.name})")
+    assert not bad, f"{path.name}: broken links: {bad}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_tables_keep_their_columns(path):
+    """A `|` inside a table cell (even in backticks, as in `//|`) must be written `\\|`."""
+    bad, cols = [], None
+    for i, line in enumerate(_without_fences(path.read_text(encoding="utf-8")).splitlines(), 1):
+        if not line.startswith("|"):
+            cols = None
+            continue
+        n = len(re.split(r"(?<!\\)\|", line.strip().strip("|")))
+        cols = n if cols is None else cols
+        if n != cols:
+            bad.append(line[:60])
+    assert not bad, f"{path.name}: table rows with a different number of columns: {bad}"
+
+
+def test_readme_example_is_the_notebooks():
+    """The README's first %%cuda cell is the quickstart notebook's."""
+    readme = next(b.source for b in blocks(ROOT / "README.md") if b.source.startswith("%%cuda"))
+    nb = nbformat.read(ROOT / "notebooks" / "quickstart.ipynb", as_version=4)
+    cell = next(c.source for c in nb.cells if c.source.startswith("%%cuda"))
+    assert readme.strip() == cell.strip()
+
+
+def run_file(path: Path, tmp_path: Path, monkeypatch, gpu: bool):
+    chosen = [b for b in blocks(path) if b.lang in RUNS and (gpu or not b.gpu)]
+    if not chosen:
+        pytest.skip("no block runs here")
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    if not gpu:
+        (profile / "ipython_config.py").write_text(CPU_CONFIG)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))     # ~/.cache/... in an example stays here
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("CUDA_MAGIC_CACHE_DIR", raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *sys.path]))
+    cells = []
+    for b in chosen:
+        cell = nbformat.v4.new_code_cell(b.source)
+        if b.raises:
+            cell.metadata["tags"] = ["raises-exception"]
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(work)}})
+    name = path.relative_to(ROOT)
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        done = [i for i, c in enumerate(nb.cells) if c.get("execution_count")]
+        b = chosen[done[-1]] if done else chosen[0]
+        pytest.fail(f"{name}:{b.line}: the ```{b.lang} block failed:\n{b.source[:500]}\n---\n"
+                    f"{ANSI.sub('', str(exc))[-3000:]}", pytrace=False)
+    for b, cell in zip(chosen, nb.cells):
+        errors = [o for o in cell.outputs if o["output_type"] == "error"]
+        if b.raises:
+            names = [o["ename"] for o in errors]
+            assert names == [b.raises], \
+                f"{name}:{b.line}: expected {b.raises}, got {names or 'no error'}"
+            text = ANSI.sub("", "\n".join(errors[0]["traceback"]))
+            assert "cuda_magic/" not in text, f"{name}:{b.line}: frames from inside:\n{text}"
+    return nb
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=ids(RUNNABLE))
+def test_blocks_run_without_gpu(path, tmp_path, monkeypatch):
+    """The blocks not marked `<!-- gpu -->`, with the session default arch sm_90a."""
+    run_file(path, tmp_path, monkeypatch, gpu=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", RUNNABLE, ids=ids(RUNNABLE))
+def test_blocks_run_on_gpu(path, tmp_path, monkeypatch):
+    """Every block, as pasted: the arch is the GPU's."""
+    run_file(path, tmp_path, monkeypatch, gpu=True)

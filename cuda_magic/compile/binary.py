@@ -29,6 +29,11 @@ cubin (ELF64, ``e_machine`` EM_CUDA = 190)
     differently per arch.  The cubin's offsets are the driver's: they equal
     ``cuFuncGetParamInfo`` for every kernel of the tests (H200, driver 580).
 
+    Machine code (:func:`kernel_code`): the entry's ``.text.<name>`` section.
+    Source lines (:func:`line_table`): ``.debug_line``, a DWARF 3 line program
+    (``-lineinfo``) whose sequences' addresses ``.rela.debug_line`` relocates
+    against the kernels' symbols; see there.
+
 PTX (text)
     ``.entry`` names (with or without ``.visible``/``.weak``; ``.func`` is
     ignored) and their ``.param`` declarations: the size of the type or of the
@@ -60,6 +65,7 @@ and top-level ``const`` (``const __grid_constant__``) is not part of it.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import ctypes.util
 import functools
@@ -77,7 +83,7 @@ from ..config import Error
 from .backends import ToolNotFoundError
 
 __all__ = ["Entry", "Image", "BinaryFormatError", "entries", "demangle", "split_signature",
-           "c_type", "fatbin_images"]
+           "c_type", "fatbin_images", "kernel_code", "line_table", "line_of", "cubin_for"]
 
 FORMATS = ("cubin", "ptx", "fatbin")
 
@@ -155,8 +161,31 @@ def _cstr(data: bytes, at: int) -> str:
     return data[at:end if end >= 0 else len(data)].decode("utf-8", "replace")
 
 
-def _elf_entries(data: bytes) -> list[tuple[str, tuple[tuple[int, int], ...] | None]]:
-    """``(symbol, params)`` of each kernel entry of an ELF64 cubin."""
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class _Symbol:
+    name: str
+    info: int
+    other: int
+    shndx: int
+    value: int
+    size: int
+
+
+def _elf_sections(data: bytes) -> list[_Section]:
+    """The section headers of an ELF64 cubin (checked: magic, class, endianness, EM_CUDA)."""
     if data[:4] != b"\x7fELF":
         what = "a fatbin" if data[:4] == _FATBIN_MAGIC else "not an ELF file"
         raise BinaryFormatError(f"expected a cubin (ELF64), got {what}")
@@ -169,29 +198,49 @@ def _elf_entries(data: bytes) -> list[tuple[str, tuple[tuple[int, int], ...] | N
         (shoff,) = struct.unpack_from("<Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
         # name, type, flags, addr, offset, size, link, info, addralign, entsize
-        secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-        shstr = secs[shstrndx][4]
-        names = [_cstr(data, shstr + s[0]) for s in secs]
+        raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+        shstr = raw[shstrndx][4]
+        return [_Section(_cstr(data, shstr + r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9])
+                for r in raw]
+    except (struct.error, IndexError) as e:
+        raise BinaryFormatError(f"truncated or malformed cubin ({e})") from None
+
+
+def _elf_symbols(data: bytes, secs: list[_Section], symtab: int) -> list[_Symbol]:
+    """The symbols of section ``symtab`` (an SHT_SYMTAB), in table order."""
+    s = secs[symtab]
+    strtab = secs[s.link].offset
+    out = []
+    for at in range(s.offset, s.offset + s.size, s.entsize or 24):
+        st_name, st_info, st_other, st_shndx, value, size = struct.unpack_from("<IBBHQQ", data, at)
+        out.append(_Symbol(_cstr(data, strtab + st_name), st_info, st_other, st_shndx, value, size))
+    return out
+
+
+def _is_entry(sym: _Symbol) -> bool:
+    return sym.info & 0xF == _STT_FUNC and bool(sym.other & _STO_CUDA_ENTRY) and bool(sym.shndx)
+
+
+def _elf_entries(data: bytes) -> list[tuple[str, tuple[tuple[int, int], ...] | None]]:
+    """``(symbol, params)`` of each kernel entry of an ELF64 cubin."""
+    secs = _elf_sections(data)
+    try:
         infos: dict[int, bytes] = {}       # .text section index -> its .nv.info.<name> data
         by_name: dict[str, bytes] = {}
-        for name, s in zip(names, secs):
-            if name.startswith(".nv.info."):
-                body = data[s[4]:s[4] + s[5]]
-                by_name[name[len(".nv.info."):]] = body
-                if s[7]:
-                    infos[s[7]] = body
-        out = []
         for s in secs:
-            if s[1] != _SHT_SYMTAB:
+            if s.name.startswith(".nv.info."):
+                body = data[s.offset:s.offset + s.size]
+                by_name[s.name[len(".nv.info."):]] = body
+                if s.info:
+                    infos[s.info] = body
+        out = []
+        for i, s in enumerate(secs):
+            if s.type != _SHT_SYMTAB:
                 continue
-            strtab = secs[s[6]][4]
-            for at in range(s[4], s[4] + s[5], s[9] or 24):
-                st_name, st_info, st_other, st_shndx = struct.unpack_from("<IBBH", data, at)
-                if st_info & 0xF != _STT_FUNC or not st_other & _STO_CUDA_ENTRY or not st_shndx:
-                    continue
-                sym = _cstr(data, strtab + st_name)
-                info = infos.get(st_shndx, by_name.get(sym))
-                out.append((sym, None if info is None else _kparams(info)))
+            for sym in _elf_symbols(data, secs, i):
+                if _is_entry(sym):
+                    info = infos.get(sym.shndx, by_name.get(sym.name))
+                    out.append((sym.name, None if info is None else _kparams(info)))
         return out
     except (struct.error, IndexError) as e:
         raise BinaryFormatError(f"truncated or malformed cubin ({e})") from None
@@ -403,6 +452,362 @@ def _extract(binary: bytes, kind: str) -> tuple[tuple[str, bytes], ...]:
                 with open(os.path.join(tmp, name), "rb") as f:
                     found.append((int(m.group(1) or 0), m.group(2), f.read()))
     return tuple((a, d) for _, a, d in sorted(found))
+
+
+# ---------------------------------------------------------------- machine code and line table
+
+_SHT_NOBITS, _SHT_RELA, _SHT_REL = 8, 4, 9
+_SHF_EXECINSTR = 0x4
+
+
+def _section_bytes(data: bytes, s: _Section) -> bytes:
+    if s.type == _SHT_NOBITS:
+        return b""
+    if s.offset + s.size > len(data):
+        raise BinaryFormatError(f"truncated cubin: section {s.name} runs past the end of the file")
+    return data[s.offset:s.offset + s.size]
+
+
+def _all_symbols(data: bytes, secs: list[_Section]) -> dict[int, list[_Symbol]]:
+    """symtab section index -> its symbols."""
+    try:
+        return {i: _elf_symbols(data, secs, i) for i, s in enumerate(secs) if s.type == _SHT_SYMTAB}
+    except (struct.error, IndexError) as e:
+        raise BinaryFormatError(f"truncated or malformed cubin symbol table ({e})") from None
+
+
+def kernel_code(cubin: bytes) -> dict[str, bytes]:
+    """Kernel entry symbol (as in the ELF, mangled) -> the bytes of its ``.text.<symbol>`` section.
+
+    The section holds the entry's machine code, the whole-program copies of the
+    ``__noinline__`` functions it calls (local ``$kernel$name`` symbols inside
+    it) and the trailing ``NOP`` padding; two builds whose kernels compare equal
+    here run the same instructions.
+    """
+    data = _as_bytes(cubin)
+    secs = _elf_sections(data)
+    out = {}
+    for syms in _all_symbols(data, secs).values():
+        for sym in syms:
+            if _is_entry(sym):
+                if sym.shndx >= len(secs):
+                    raise BinaryFormatError(f"kernel {sym.name} names section {sym.shndx}, "
+                                            f"past the {len(secs)} sections of the cubin")
+                out[sym.name] = _section_bytes(data, secs[sym.shndx])
+    return out
+
+
+def cubin_for(binary: bytes, fmt: str, arch: str) -> bytes | None:
+    """The cubin of a compile result for ``arch`` (``"sm_90a"``), or None.
+
+    ``"cubin"``: the binary itself.  ``"fatbin"``: the uncompressed SASS (ELF)
+    image for ``arch`` (the exact arch, else the one of the same number, ``sm_90``
+    for ``sm_90a``), None if there is none or it is compressed (``-G``,
+    ``-Xfatbin=-compress-all``).  ``"ptx"``: None.
+    """
+    if fmt == "cubin":
+        return _as_bytes(binary)
+    if fmt == "ptx":
+        return None
+    if fmt != "fatbin":
+        raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
+    elves = [i for i in fatbin_images(_as_bytes(binary)) if i.kind == "elf"]
+    want = _arch_key(arch)
+    found = ([i for i in elves if _arch_key(i.arch) == want]
+             or [i for i in elves if _arch_key(i.arch)[0] == want[0]])
+    if not found or found[0].compressed:
+        return None
+    return found[0].data
+
+
+class _Reader:
+    """Bounds-checked little-endian reads over ``data[pos:end]``; running past ``end`` raises
+    :class:`BinaryFormatError` naming ``what``."""
+
+    def __init__(self, data: bytes, pos: int, end: int, what: str):
+        self.data, self.pos, self.end, self.what = data, pos, min(end, len(data)), what
+
+    def _take(self, n: int) -> int:
+        at = self.pos
+        if at + n > self.end:
+            raise BinaryFormatError(f"truncated or malformed {self.what}: a read at offset {at} "
+                                    f"runs past its end ({self.end})")
+        self.pos += n
+        return at
+
+    def u(self, n: int) -> int:
+        at = self._take(n)
+        return int.from_bytes(self.data[at:at + n], "little")
+
+    def s8(self) -> int:
+        v = self.u(1)
+        return v - 256 if v > 127 else v
+
+    def uleb(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.u(1)
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    def sleb(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.u(1)
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value - (1 << shift) if byte & 0x40 else value
+
+    def cstr(self) -> str:
+        end = self.data.find(b"\0", self.pos, self.end)
+        if end < 0:
+            self._take(self.end - self.pos + 1)          # raises
+        text = self.data[self.pos:end].decode("utf-8", "replace")
+        self.pos = end + 1
+        return text
+
+
+# DW_LNS_* standard opcodes
+_LNS_COPY, _LNS_ADVANCE_PC, _LNS_ADVANCE_LINE, _LNS_SET_FILE = 1, 2, 3, 4
+_LNS_CONST_ADD_PC, _LNS_FIXED_ADVANCE_PC = 8, 9
+# DW_LNE_* extended opcodes
+_LNE_END_SEQUENCE, _LNE_SET_ADDRESS, _LNE_DEFINE_FILE = 1, 2, 3
+
+
+def line_table(cubin: bytes, *, main: str = "cell.cu") -> dict[str, list[tuple[int, str, int]]]:
+    """Kernel symbol -> ``(address, file, line)`` rows, sorted by address, from ``.debug_line``.
+
+    The cubin's ``.debug_line`` (``-lineinfo`` or ``-G``) is a DWARF 2/3/4 line
+    program (ptxas writes version 3, 32-bit DWARF; 64-bit DWARF is read too,
+    version 5 is refused).  Each sequence starts with ``DW_LNE_set_address``
+    whose 8 bytes a ``.rela.debug_line`` entry relocates against the kernel's
+    symbol (``R_CUDA_64``, symbol + addend): that symbol's section is the
+    kernel's ``.text.<symbol>``, the rows' addresses are offsets in it (the
+    kernel's own ``__noinline__`` callees' code included), and the key is the
+    entry symbol defined in that section.  Rows at one address collapse into the
+    last one (the innermost inlined line, what ``nvdisasm -g`` prints); the
+    ``DW_LNE_end_sequence`` row (the end address) is not a row.
+
+    Files: the name as the table gives it, joined to its directory (``dir/name``,
+    as nvdisasm prints it) unless the name is absolute or its directory is that
+    of ``main`` (the compile's own file, named ``cell.cu`` by both backends:
+    NVRTC's working directory, nvcc's temporary one), so the cell reads
+    ``cell.cu`` and a header beside it its own name.
+
+    NVIDIA's extended opcode 0x90 (two ULEBs) marks inlined code: the first is
+    the 1-based number, within the sequence, of the row of the call site (what
+    ``nvdisasm -gi`` prints as "inlined at"); it is skipped here.  No
+    ``.debug_line`` (a build without ``-lineinfo``): ``{}``.  A malformed one:
+    :class:`BinaryFormatError`.
+    """
+    data = _as_bytes(cubin)
+    secs = _elf_sections(data)
+    where = [i for i, s in enumerate(secs) if s.name == ".debug_line"]
+    if not where:
+        return {}
+    dl = where[0]
+    body = _section_bytes(data, secs[dl])
+    symtabs = _all_symbols(data, secs)
+    relocs = _relocations(data, secs, dl, symtabs)
+    rows: dict[str, list[tuple[int, str, int]]] = {}
+    at = 0
+    while at < len(body):
+        at = _line_unit(body, at, main, lambda off, stored: _place(off, stored, relocs, secs, symtabs),
+                        rows)
+    out = {}
+    for key, found in rows.items():
+        found.sort(key=lambda r: r[0])                  # stable: program order within an address
+        out[key] = [r for i, r in enumerate(found) if i + 1 == len(found) or found[i + 1][0] != r[0]]
+    return out
+
+
+def line_of(rows: list[tuple[int, str, int]], address: int) -> tuple[str, int] | None:
+    """``(file, line)`` of the row with the greatest address <= ``address``
+    (rows as :func:`line_table` gives them); None before the first row."""
+    i = bisect.bisect_right(rows, address, key=lambda r: r[0])
+    return (rows[i - 1][1], rows[i - 1][2]) if i else None
+
+
+def _relocations(data: bytes, secs: list[_Section], target: int,
+                 symtabs: dict[int, list[_Symbol]]) -> dict[int, tuple[_Symbol, int, bool]]:
+    """Offset in section ``target`` -> (symbol, addend, is_rela) of its REL/RELA entries."""
+    out = {}
+    for s in secs:
+        if s.type not in (_SHT_RELA, _SHT_REL) or s.info != target:
+            continue
+        rela = s.type == _SHT_RELA
+        syms = symtabs.get(s.link)
+        if syms is None:
+            raise BinaryFormatError(f"malformed cubin: {s.name} links to section {s.link}, "
+                                    "not a symbol table")
+        size = s.entsize or (24 if rela else 16)
+        body = _section_bytes(data, s)
+        for at in range(0, len(body) - size + 1, size):
+            offset, info = struct.unpack_from("<QQ", body, at)
+            addend = struct.unpack_from("<q", body, at + 16)[0] if rela else 0
+            if info >> 32 >= len(syms):
+                raise BinaryFormatError(f"malformed cubin: {s.name} names symbol {info >> 32}, "
+                                        f"past the {len(syms)} of its table")
+            out[offset] = (syms[info >> 32], addend, rela)
+    return out
+
+
+def _place(offset: int, stored: int, relocs, secs: list[_Section],
+           symtabs: dict[int, list[_Symbol]]) -> tuple[str, int]:
+    """(kernel key, offset in its .text section) of a DW_LNE_set_address operand at ``offset``
+    of .debug_line holding ``stored``."""
+    if offset in relocs:
+        sym, addend, rela = relocs[offset]
+        if not 0 < sym.shndx < len(secs):
+            raise BinaryFormatError(f"malformed .debug_line: the address at offset {offset} is "
+                                    f"relocated against {sym.name or 'a symbol'} in no section")
+        return _owner(sym.shndx, sym, secs, symtabs), sym.value + addend + (0 if rela else stored)
+    # No relocation: the one executable section whose address range holds it (a linked image).
+    hits = [i for i, s in enumerate(secs)
+            if s.flags & _SHF_EXECINSTR and s.addr <= stored < s.addr + s.size]
+    if len(hits) != 1:
+        raise BinaryFormatError(f"malformed .debug_line: the address 0x{stored:x} at offset {offset} "
+                                "has no relocation and is in no single .text section")
+    return _owner(hits[0], None, secs, symtabs), stored - secs[hits[0]].addr
+
+
+def _owner(shndx: int, sym: _Symbol | None, secs, symtabs) -> str:
+    """The key of section ``shndx``: the kernel entry defined in it, else ``sym`` if it is a
+    function, else a function at its start, else the section name less ``.text.``."""
+    defined = [s for syms in symtabs.values() for s in syms if s.shndx == shndx]
+    for pick in ([s for s in defined if _is_entry(s)],
+                 [sym] if sym is not None and sym.info & 0xF == _STT_FUNC else [],
+                 [s for s in defined if s.info & 0xF == _STT_FUNC and s.value == 0]):
+        if pick:
+            return pick[0].name
+    name = secs[shndx].name
+    return name[len(".text."):] if name.startswith(".text.") else name
+
+
+def _line_unit(body: bytes, at: int, main: str, place, rows: dict) -> int:
+    """Run the line program of the unit at ``at``; add its rows to ``rows``; the next unit's offset."""
+    what = f".debug_line (unit at offset {at})"
+    r = _Reader(body, at, len(body), what)
+    length, offsize = r.u(4), 4
+    if length == 0xFFFFFFFF:
+        length, offsize = r.u(8), 8
+    elif length >= 0xFFFFFFF0:
+        raise BinaryFormatError(f"malformed {what}: reserved unit length 0x{length:x}")
+    end = r.pos + length
+    if end > len(body):
+        raise BinaryFormatError(f"truncated {what}: the unit's {length} bytes run past the "
+                                f"section's end ({len(body)})")
+    r.end = end
+    version = r.u(2)
+    if version == 5:
+        raise BinaryFormatError(f"{what}: DWARF 5 line tables are not supported (2-4 are)")
+    if version not in (2, 3, 4):
+        raise BinaryFormatError(f"malformed {what}: DWARF version {version}")
+    header_length = r.u(offsize)
+    program = r.pos + header_length
+    min_inst = r.u(1)
+    max_ops = r.u(1) if version >= 4 else 1
+    r.u(1)                                              # default_is_stmt
+    line_base, line_range, opcode_base = r.s8(), r.u(1), r.u(1)
+    if program > end:
+        raise BinaryFormatError(f"truncated or malformed {what}: header length {header_length} "
+                                f"runs past the unit's end")
+    if not line_range or not max_ops or not opcode_base:
+        raise BinaryFormatError(f"malformed {what}: line_range {line_range}, "
+                                f"max ops per instruction {max_ops}, opcode_base {opcode_base}")
+    lengths = [r.u(1) for _ in range(opcode_base - 1)]
+    dirs = []
+    while (d := r.cstr()):
+        dirs.append(d)
+    files: list[tuple[str, int]] = []
+
+    def read_file():
+        name = r.cstr()
+        if name:
+            index = r.uleb()
+            r.uleb(), r.uleb()                          # mtime, size
+            files.append((name, index))
+        return name
+
+    while read_file():
+        pass
+    main_dir = next((d for n, d in files if n == main), None)
+
+    def file_name(index: int) -> str:
+        if not 0 < index <= len(files):
+            raise BinaryFormatError(f"malformed {what}: file {index} of {len(files)}")
+        name, d = files[index - 1]
+        if name.startswith("/") or d == 0 or d == main_dir:
+            return name
+        if d > len(dirs):
+            raise BinaryFormatError(f"malformed {what}: directory {d} of {len(dirs)}")
+        return dirs[d - 1].rstrip("/") + "/" + name
+
+    r.pos = program
+    key = None
+
+    address, op_index, file, line = 0, 0, 1, 1
+
+    def advance(ops: int):
+        nonlocal address, op_index
+        total = op_index + ops
+        address += min_inst * (total // max_ops)
+        op_index = total % max_ops
+
+    def emit():
+        if key is None:
+            raise BinaryFormatError(f"malformed {what}: a row at offset {r.pos} before any "
+                                    "DW_LNE_set_address")
+        rows.setdefault(key, []).append((address, file_name(file), line))
+
+    while r.pos < end:
+        op = r.u(1)
+        if op >= opcode_base:                           # special opcode
+            adjusted = op - opcode_base
+            advance(adjusted // line_range)
+            line += line_base + adjusted % line_range
+            emit()
+        elif op == 0:                                   # extended opcode
+            size = r.uleb()
+            if size == 0:
+                continue
+            start = r.pos
+            sub = r.u(1)
+            if sub == _LNE_END_SEQUENCE:
+                key = None
+                address, op_index, file, line = 0, 0, 1, 1
+            elif sub == _LNE_SET_ADDRESS:
+                if size - 1 not in (4, 8):
+                    raise BinaryFormatError(f"malformed {what}: a {size - 1}-byte address at "
+                                            f"offset {r.pos}")
+                key, address = place(r.pos, r.u(size - 1))
+                op_index = 0
+            elif sub == _LNE_DEFINE_FILE:
+                read_file()
+            r.pos = start + size                        # skips unknown ones (0x90, discriminator)
+            if r.pos > end:
+                raise BinaryFormatError(f"truncated {what}: extended opcode 0x{sub:x} at offset "
+                                        f"{start} runs past the unit's end")
+        elif op == _LNS_COPY:
+            emit()
+        elif op == _LNS_ADVANCE_PC:
+            advance(r.uleb())
+        elif op == _LNS_ADVANCE_LINE:
+            line += r.sleb()
+        elif op == _LNS_SET_FILE:
+            file = r.uleb()
+        elif op == _LNS_CONST_ADD_PC:
+            advance((255 - opcode_base) // line_range)
+        elif op == _LNS_FIXED_ADVANCE_PC:
+            address += r.u(2)
+            op_index = 0
+        else:                          # set_column, negate_stmt, set_isa, flags, unknown ones
+            for _ in range(lengths[op - 1]):
+                r.uleb()
+    return end
 
 
 # ---------------------------------------------------------------- demangling

@@ -18,7 +18,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import cell, diff, inspect, numbers
+from . import cell, inspect, numbers
+from .inspect import diff
 from .compile.arch import detect_arch
 from .compile.backends import CompileError
 from .config import ConfigError, Error, quote, validate

@@ -7,7 +7,8 @@ import pytest
 import cuda_magic
 from conftest import ARCH, HEAVY, SAXPY
 from cuda_magic import CompileError, build, compile_source, show, view
-from cuda_magic import display, inspect
+from cuda_magic import display
+from cuda_magic.inspect import disasm as inspect
 from cuda_magic.display import CellView, ConfigView, ErrorView
 from cuda_magic.display.sass import FTZ, Opcode, SassLexer, annotate, opcode_class
 

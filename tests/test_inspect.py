@@ -2,7 +2,7 @@
 
 import pytest
 
-import cuda_magic.inspect as inspect_mod
+import cuda_magic.inspect.disasm as inspect_mod
 from cuda_magic import ToolNotFoundError, compile_source, ptx, sass, sass_text
 from conftest import SAXPY, cfg
 

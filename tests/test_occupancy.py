@@ -20,7 +20,7 @@ No shared memory: 8.0+ still allocates the reserved 1 KB (sm_90: 228 blocks), 7.
 import pytest
 
 from cuda_magic import compile_source
-from cuda_magic.occupancy import (ARCH_LIMITS, ArchLimits, Occupancy, OccupancyError,
+from cuda_magic.inspect.occupancy import (ARCH_LIMITS, ArchLimits, Occupancy, OccupancyError,
                                   OccupancyTypeError, arch_limits, occupancy, occupancy_table)
 
 KB = 1024

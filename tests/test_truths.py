@@ -10,9 +10,10 @@ from IPython.core.error import UsageError
 
 import cuda_magic
 import cuda_magic.compile.backends.nvcc as nvcc_backend
-import cuda_magic.inspect as inspect_mod
+import cuda_magic.inspect.disasm as inspect_mod
 from conftest import ARCH, SAXPY, cfg
-from cuda_magic import compile_source, diff, sass, view
+from cuda_magic import compile_source, sass, view
+from cuda_magic.inspect import diff
 from cuda_magic.compile.headers import cutlass_dir, toolkit_dirs
 from cuda_magic.display import html
 from cuda_magic.display.compare import CompareView

@@ -11,7 +11,7 @@ import base64
 import io
 from html import escape
 
-from .. import diff
+from ..inspect import diff
 from ..variants import TOGGLES
 from . import html
 from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,

@@ -14,33 +14,14 @@ from pygments.lexer import RegexLexer, bygroups
 from pygments.style import Style
 from pygments.token import Comment, Error, Name, Number, Operator, Punctuation, Text, Token
 
+from ..inspect.disasm import opcode_class
+
 __all__ = ["SassLexer", "SassStyle", "opcode_class", "annotate", "tidy", "Files", "Opcode",
            "Modifier", "FTZ"]
 
 Opcode = Token.Opcode
 Modifier = Token.Modifier
 FTZ = Token.Modifier.FTZ                # flush-to-zero, the modifier users look for
-
-_CLASSES = (
-    ("tensor", re.compile(r"U?(H|I|D|Q|B)?(MMA|GMMA)|WGMMA|UTC|HGMMA")),
-    ("memory", re.compile(r"U?(LD|ST|ATOM|CCTL|SULD|SUST|SUATOM|TLD|TEX)[A-Z0-9]*|U?(RED|REDG|REDAS|"
-                          r"MEMBAR|FENCE|ERRBAR|SHFL|LDGSTS|LDGDEPBAR|DEPBAR|UTMA\w*|UBLKCP|SYNCS)")),
-    ("control", re.compile(r"U?(BRA|BRX|JMP|JMX|CALL|RET|EXIT|BSSY|BSYNC|BAR|WARPSYNC|NOP|YIELD|"
-                           r"BPT|KILL|ELECT|BREAK|ACQBULK|ENDCOLLECTIVE|NANOSLEEP|WARPGROUP|VOTE|"
-                           r"MATCH)")),
-    ("float", re.compile(r"U?(F|H|D)(ADD|MUL|FMA|MNMX|SETP|SET|SEL|CHK|RND|SWZADD)|MUFU|"
-                         r"[FHDI]2[FHDI]|F2FP|HADD2|HMUL2|HFMA2")),
-)
-
-
-def opcode_class(opcode: str) -> str:
-    """``"memory"``, ``"float"``, ``"control"``, ``"tensor"`` or ``"integer"`` (the rest)."""
-    base = opcode.split(".", 1)[0]
-    for name, pattern in _CLASSES:
-        if pattern.fullmatch(base):
-            return name
-    return "integer"
-
 
 def _opcode(lexer, match):
     text = match.group(0)

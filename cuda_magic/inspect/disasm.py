@@ -17,12 +17,35 @@ import subprocess
 import tempfile
 import threading
 
-from .compile.backends import ToolNotFoundError
-from .compile.compiler import CompilationResult, NoKernelError, compile_resolved
+from ..compile.backends import ToolNotFoundError
+from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
 
-__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass"]
+__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass", "cubin",
+           "machine_code", "opcode_class", "CLASSES"]
 
 _LOCK = threading.Lock()
+
+# Opcode classes: what the SASS view colours by and the per-line table counts.
+_CLASSES = (
+    ("tensor", re.compile(r"U?(H|I|D|Q|B)?(MMA|GMMA)|WGMMA|UTC|HGMMA")),
+    ("memory", re.compile(r"U?(LD|ST|ATOM|CCTL|SULD|SUST|SUATOM|TLD|TEX)[A-Z0-9]*|U?(RED|REDG|REDAS|"
+                          r"MEMBAR|FENCE|ERRBAR|SHFL|LDGSTS|LDGDEPBAR|DEPBAR|UTMA\w*|UBLKCP|SYNCS)")),
+    ("control", re.compile(r"U?(BRA|BRX|JMP|JMX|CALL|RET|EXIT|BSSY|BSYNC|BAR|WARPSYNC|NOP|YIELD|"
+                           r"BPT|KILL|ELECT|BREAK|ACQBULK|ENDCOLLECTIVE|NANOSLEEP|WARPGROUP|VOTE|"
+                           r"MATCH)")),
+    ("float", re.compile(r"U?(F|H|D)(ADD|MUL|FMA|MNMX|SETP|SET|SEL|CHK|RND|SWZADD)|MUFU|"
+                         r"[FHDI]2[FHDI]|F2FP|HADD2|HMUL2|HFMA2")),
+)
+CLASSES = ("memory", "float", "integer", "control", "tensor")
+
+
+def opcode_class(opcode: str) -> str:
+    """``"memory"``, ``"float"``, ``"control"``, ``"tensor"`` or ``"integer"`` (the rest)."""
+    base = opcode.split(".", 1)[0]
+    for name, pattern in _CLASSES:
+        if pattern.fullmatch(base):
+            return name
+    return "integer"
 _WHEELS = {"nvdisasm": "nvidia-cuda-nvdisasm", "cuobjdump": "nvidia-cuda-cuobjdump"}
 
 
@@ -113,24 +136,27 @@ def _labelled(lines: list[str]) -> str:
     return "\n".join(text).strip("\n") + "\n"
 
 
-def _fatbin_elf(binary: bytes, arch: str) -> bytes | None:
-    """The fatbin's ELF image for ``arch`` (the only one if it has one), or None."""
-    from .compile import binary as _binary
+def cubin(result: CompilationResult) -> bytes | None:
+    """The machine code of ``result`` as one cubin (ELF): the binary itself, or its fatbin's
+    image for the build's arch (decompressed with cuobjdump when it is compressed); None for
+    PTX or a fatbin without such an image."""
+    from ..compile import binary as _binary
+    if result.format != "fatbin":
+        return _binary.cubin_for(result.binary, result.format, result.arch)
     try:
-        images = [(i.arch, i.data) for i in _binary.fatbin_images(binary)
-                  if i.kind == "elf" and not i.compressed]
-        if not images:             # compressed SASS images: cuobjdump decompresses them
-            images = list(_binary._extract(binary, "elf"))
+        elf = _binary.cubin_for(result.binary, "fatbin", result.arch)
+        if elf is None:           # compressed SASS images: cuobjdump decompresses them
+            images = list(_binary._extract(result.binary, "elf"))
+            exact = [d for a, d in images if a == result.arch]
+            elf = exact[0] if exact else images[0][1] if len(images) == 1 else None
     except Exception:             # not a fatbin we can read, or no cuobjdump: the fallback says
         return None
-    exact = [d for a, d in images if a == arch]
-    if exact or len(images) == 1:
-        return (exact or [images[0][1]])[0]
-    return None
+    return elf
 
 
-def _fatbin_sass(binary: bytes, arch: str) -> str:
-    elf = _fatbin_elf(binary, arch)
+def _fatbin_sass(result: CompilationResult) -> str:
+    binary, arch = result.binary, result.arch
+    elf = cubin(result)
     if elf is not None:
         try:
             return _run("nvdisasm", ["-c", "-g", "-gi"], elf, ".cubin")
@@ -174,7 +200,8 @@ def _cached(result: CompilationResult, what: str, make):
         return result.derived.setdefault(what, value)
 
 
-def _machine_code(result: CompilationResult) -> CompilationResult:
+def machine_code(result: CompilationResult) -> CompilationResult:
+    """``result``, or for a PTX result the cubin built under the same config (cached)."""
     if result.format != "ptx":
         return result
     fmt = "cubin"
@@ -185,9 +212,9 @@ def _machine_code(result: CompilationResult) -> CompilationResult:
 def sass_text(result: CompilationResult) -> str:
     """The whole module's SASS (for a PTX result: of a cubin built under the same config)."""
     def make():
-        code = _machine_code(result)
+        code = machine_code(result)
         if code.format == "fatbin":
-            return _fatbin_sass(code.binary, code.arch)
+            return _fatbin_sass(code)
         return _run("nvdisasm", ["-c", "-g", "-gi"], code.binary, ".cubin")
     return _cached(result, "sass", lambda: _LINE_FILE.sub(r'\1"cell.cu"', make()))
 

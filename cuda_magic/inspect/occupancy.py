@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from .config import Error
+from ..config import Error
 
 __all__ = [
     "ARCH_LIMITS", "ArchLimits", "Occupancy", "OccupancyError", "OccupancyTypeError",

@@ -1,0 +1,9 @@
+"""Look inside a compiled result, no GPU needed: SASS and PTX (:mod:`.disasm`), diffs between
+builds (:mod:`.diff`), the cost of each source line (:mod:`.lines`) and occupancy per
+architecture (:mod:`.occupancy`).  Lazy, and cached on the result."""
+
+from .disasm import (CLASSES, cubin, find_tool, has_sass, machine_code, opcode_class, ptx, sass,
+                   sass_text, split_sass)
+
+__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass", "cubin",
+           "machine_code", "opcode_class", "CLASSES"]

@@ -22,17 +22,18 @@ from .compile.headers import define_header, remove_header, session_headers
 from .compile.pch import clear as clear_pch
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
-from .display import ShowError, ViewError, show, view
+from .display import ShowError, ViewError, lines, show, view
 from .errors import Error
 from .inspect import ptx, sass, sass_text
 from .compile.ptxas import Resources, parse_ptxas
 from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
                       isolate, lost, synchronize)
+from .runtime import History, Timing, history
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Error", "ShowError", "ViewError", "NoKernelError", "InputTypeError",
+    "Error", "ShowError", "ViewError", "NoKernelError", "InputTypeError", "lines",
     "ArgumentError", "ArgumentRangeError", "BenchResult", "CellError", "Comparison", "CudaError",
     "Kernel", "RunError", "compare", "denormals", "ulp_distance",
     "Module", "NoGPUError", "build", "isolate", "line_config", "lost", "synchronize",
@@ -43,6 +44,7 @@ __all__ = [
     "sass", "sass_text", "set_cache_dir", "show", "validate", "view",
     "define_header", "remove_header", "session_headers", "clear_pch", "CompileTimeoutError",
     "set_compile_timeout", "set_cache_limit",
+    "History", "Timing", "history",
 ]
 
 

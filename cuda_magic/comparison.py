@@ -11,6 +11,7 @@ same inputs; the caller's arrays are not touched.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from . import cell, inspect, numbers
 from .inspect import diff
 from .compile.arch import detect_arch
 from .compile.backends import CompileError
+from .compile.backends.limits import parallel
 from .config import ConfigError, Error, quote, validate
 from .runtime import synchronize
 from .variants import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
@@ -256,6 +258,35 @@ class Comparison:
     def ftz(self, name: str, kernel: str) -> int:
         return diff.count_ftz(self.instructions(name, kernel))
 
+    def diff(self, name: str, kernel: str, *, raw: bool = False, against: str | None = None
+             ) -> diff.Diff:
+        """``kernel``'s SASS in variant ``name`` against the baseline (or ``against``), register
+        numbering normalised unless ``raw`` (see :mod:`cuda_magic.inspect.diff`); made once."""
+        base = self.baseline if against is None else against
+        key = ("diff", base, name, kernel, bool(raw))
+        if key not in self.derived:
+            self.derived[key] = diff.compare(self.instructions(base, kernel),
+                                             self.instructions(name, kernel), normalize=not raw)
+        return self.derived[key]
+
+    def resources(self, name: str, kernel: str):
+        """ptxas's figures of ``kernel`` in variant ``name`` (None for a PTX build)."""
+        return self.result(name, kernel).resources.get(self.symbol(name, kernel))
+
+    def mix(self, name: str, kernel: str) -> dict[str, int]:
+        """``kernel``'s instructions per opcode class in variant ``name``."""
+        return diff.mix(self.instructions(name, kernel))
+
+    def summary(self, name: str, kernel: str) -> str:
+        """What changed in ``kernel`` from the baseline to variant ``name``, in one line
+        (``"1 FMUL → FMUL.FTZ"``, ``"+98 instructions (...), +1 CALL"``, ``"registers 32 → 40"``)."""
+        key = ("summary", name, kernel)
+        if key not in self.derived:
+            self.derived[key] = diff.summary(
+                self.instructions(self.baseline, kernel), self.instructions(name, kernel),
+                resources=(self.resources(self.baseline, kernel), self.resources(name, kernel)))
+        return self.derived[key]
+
     def ptx(self, name: str) -> list[str]:
         """Each build's PTX of variant ``name``, comment-free, concatenated."""
         return [line for r in self.modules[name].results for line in diff.ptx_lines(inspect.ptx(r))]
@@ -331,9 +362,12 @@ class Comparison:
         return state(resolved.get(resolved["compiler"], []))
 
     def _name(self, variant: Variant) -> str:
-        """A toggled variant is named by how its toggles differ from the baseline's."""
+        """A toggled variant is named by how its toggles differ from the baseline's (an arch
+        variant keeps its arch in front)."""
         now, base = self._toggles(variant), self.state(self.baseline)
         name = ", ".join(f"{t}={'true' if now[t] else 'false'}" for t in now if now[t] != base[t])
+        if "arch" in variant.config:
+            name = f"{variant.config['arch']}" + (f", {name}" if name else "")
         name = name or "as baseline"
         return name if name not in self.names[:-1] else f"{name} (toggled)"
 
@@ -363,6 +397,21 @@ def _variants(variants, toggles: Sequence[str], cell_config) -> list[Variant]:
     return out
 
 
+def _one_arch_each(recipe: Recipe, chosen: Sequence[Variant], resolved=None) -> None:
+    """A variant builds one arch: an arch list from the cell or the session is an error that
+    says how to compare archs (``--vary arch=...``)."""
+    if resolved is None:
+        resolved = cell.resolve_cell(recipe.source, recipe.options, session=recipe.session,
+                                     preset=recipe.preset)
+    for v in chosen:
+        archs = v.apply(resolved).archs
+        if len(archs) > 1:
+            raise ConfigError(f"variant {v.name!r}: 'arch' lists {', '.join(archs)} (set by "
+                              f"layer {v.apply(resolved).provenance['arch']!r}); a comparison "
+                              f"builds one arch per variant: compare the archs with --vary "
+                              f"arch={','.join(archs)}, or give one arch with --arch", "arch")
+
+
 def build(recipe: Recipe, variants=None, *, vary: Sequence[str] = (), run: str | Sequence[str] | None = None,
           inputs: str | None = None, namespace: Mapping | None = None, diff_mode: str = "side",
           show_ptx: bool = False) -> Comparison:
@@ -379,7 +428,10 @@ def build(recipe: Recipe, variants=None, *, vary: Sequence[str] = (), run: str |
     texts = (run,) if isinstance(run, str) else tuple(run or ())
     for i, text in enumerate(texts):        # before compiling, GPU or not
         parse_run(text, i)
-    modules = {v.name: recipe.build(v) for v in chosen}
+    _one_arch_each(recipe, chosen, resolved)
+    built = parallel([functools.partial(recipe.build, v) for v in chosen],
+                     f"compiling {len(chosen)} variants")
+    modules = {v.name: m for v, m in zip(chosen, built)}
     runner, outputs, note = None, None, None
     if texts:
         if detect_arch() is None:

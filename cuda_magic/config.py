@@ -34,7 +34,7 @@ __all__ = [
 class BackendConfig(TypedDict, total=False):
     """The CUDA backend configuration; every key is optional."""
 
-    arch: str            # sm_<digits>[a|f], e.g. "sm_90a"
+    arch: str            # sm_<digits>[a|f], e.g. "sm_90a" (a layer may give a list: one build each)
     compiler: str        # "nvrtc" | "nvcc"
     target_format: str   # "ptx" | "cubin" | "fatbin" (NVRTC cannot make fatbin)
     nvcc: list[str]      # native nvcc flags, one per item
@@ -218,14 +218,41 @@ def _unwrap(cfg: Mapping) -> Mapping:
     return inner
 
 
+def check_archs(value: Any) -> str | list[str]:
+    """The ``arch`` of a layer: one arch (``"sm_90a"``), or an arch list (``"sm_80,sm_90a"`` or
+    ``["sm_80", "sm_90a"]``) that builds the cell once per arch.  One arch comes back as a
+    string, several as a list; an error names the bad item."""
+    if isinstance(value, str):
+        items = value.split(",") if "," in value else [value]
+        items = [item.strip() for item in items] if len(items) > 1 else items
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        _fail(f"'arch' must be a string such as sm_90a, or a list of them, not "
+              f"{type(value).__name__} {quote(value)}", "arch")
+    if not items:
+        _fail("'arch' is an empty list: give one arch or more, e.g. [sm_80, sm_90a]", "arch")
+    for i, item in enumerate(items):
+        where = f"'arch' item {i + 1} " if len(items) > 1 else "'arch' "
+        if not isinstance(item, str):
+            _fail(f"{where}must be a string, not {type(item).__name__} {quote(item)}", "arch")
+        if not _ARCH.fullmatch(item):
+            what = "an empty item" if len(items) > 1 and not item.strip() else quote(item)
+            _fail(f"{where}must look like sm_90, sm_90a or sm_100f, not {what}", "arch")
+        if item in items[:i]:
+            _fail(f"'arch' lists {item} twice", "arch")
+    return items[0] if len(items) == 1 else items
+
+
 def validate(cfg: Mapping | None) -> BackendConfig:
     """Check one layer and return a snapshot of it.
 
     Takes the flat form ``{"arch": ...}`` or the nested ``{"cuda": {...}}``;
     ``None`` and ``{}`` give ``{}``.  Keys whose value is ``None`` are dropped
     (they set nothing).  Besides the six keys, a layer may hold ``nvrtc+``, ``nvcc+`` or
-    ``ptxas+``: flags appended to the inherited list (``nvrtc`` replaces it).
-    Raises :class:`ConfigError` naming the key.
+    ``ptxas+``: flags appended to the inherited list (``nvrtc`` replaces it).  ``arch`` may be
+    a list (``["sm_80", "sm_90a"]`` or ``"sm_80,sm_90a"``): one build per arch (see
+    :attr:`Resolved.archs`).  Raises :class:`ConfigError` naming the key.
     """
     if cfg is None:
         return {}
@@ -241,10 +268,10 @@ def validate(cfg: Mapping | None) -> BackendConfig:
             continue
         if key in LIST_KEYS or key in APPEND_KEYS:
             out[key] = _check_list(key, value)
+        elif key == "arch":
+            out[key] = check_archs(value)
         elif not isinstance(value, str):
             _fail(f"{key!r} must be a string, not {type(value).__name__} {quote(value)}", key)
-        elif key == "arch" and not _ARCH.fullmatch(value):
-            _fail(f"'arch' must look like sm_90, sm_90a or sm_100f, not {quote(value)}", key)
         elif key == "target_format" and value not in FORMATS:
             _fail(f"'target_format' must be one of {', '.join(FORMATS)}, not {quote(value)}", key)
         elif key == "compiler" and (len(value) > 64 or not _NAME.fullmatch(value)):
@@ -316,11 +343,31 @@ class Resolved:
     (the append form, ``nvrtc+``) has the provenance ``"default + cell"``; :meth:`parts`
     says which layer gave which flags, and ``replaced`` lists the lists that dropped flags
     they inherited.
+
+    An arch list (``"arch": ["sm_80", "sm_90a"]`` in a layer) stays one arch per resolved
+    config: ``["arch"]`` is its first arch, :attr:`archs` the whole list and :meth:`expand`
+    one config per arch, each with the provenance of the layer that gave the list.
     """
 
     _items: tuple  # ((key, value-as-tuple-or-str, layer), ...) sorted by key
     _parts: tuple = ()      # ((list key, ((layer, flags), ...)), ...) where a list has >1 part
     replaced: tuple[Replaced, ...] = ()
+    _archs: tuple[str, ...] = ()   # the arch list in force (2 archs or more), else ()
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """Every arch this config builds for: the arch list a layer gave, else ``(arch,)``
+        (``()`` when no arch is set)."""
+        if self._archs:
+            return self._archs
+        return (self["arch"],) if "arch" in self else ()
+
+    def expand(self) -> list["Resolved"]:
+        """One config per arch of :attr:`archs` (``[self]`` without an arch list)."""
+        if not self._archs:
+            return [self]
+        layer = self.provenance["arch"]
+        return [self.with_value("arch", arch, layer) for arch in self._archs]
 
     @property
     def config(self) -> BackendConfig:
@@ -361,21 +408,26 @@ class Resolved:
         resolved one, and what was recorded about how it was built goes with it)."""
         checked = validate({key: value})
         items = {k: (v, lay) for k, v, lay in self._items}
-        if key in checked:
+        archs = self._archs if key != "arch" else ()
+        if key == "arch" and isinstance(checked.get("arch"), list):
+            archs = tuple(checked["arch"])  # type: ignore[typeddict-item]
+            items[key] = (archs[0], layer)
+        elif key in checked:
             v = checked[key]  # type: ignore[literal-required]
             items[key] = (tuple(v) if isinstance(v, list) else v, layer)
         else:
             items.pop(key, None)
         return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())),
                         tuple(p for p in self._parts if p[0] != key),
-                        tuple(r for r in self.replaced if r.key != key))
+                        tuple(r for r in self.replaced if r.key != key), archs)
 
     def json(self) -> str:
         """Canonical JSON of the resolved values (the cache key part)."""
         return json.dumps(self.config, sort_keys=True, separators=(",", ":"))
 
     def __repr__(self) -> str:
-        rows = ", ".join(f"{k}={v!r} [{layer}]" for k, v, layer in self._items)
+        rows = ", ".join(f"{k}={list(self._archs) if k == 'arch' and self._archs else v!r} "
+                         f"[{layer}]" for k, v, layer in self._items)
         return f"Resolved({rows})"
 
 
@@ -390,8 +442,12 @@ def resolve(*layers: tuple[str, Mapping | None], defaults: Mapping | None = DEFA
     items: dict[str, tuple[Any, str]] = {}
     parts: dict[str, list[tuple[str, tuple]]] = {}
     replaced: list[Replaced] = []
+    archs: tuple[str, ...] = ()
     for name, cfg in (("default", defaults), *layers):
         for key, value in validate(cfg).items():
+            if key == "arch":       # an arch list: its first arch, the list beside
+                archs = tuple(value) if isinstance(value, list) else ()
+                value = archs[0] if archs else value
             if key in APPEND_KEYS:
                 key, flags = APPEND_KEYS[key], tuple(value)
                 parts.setdefault(key, []).append((name, flags))
@@ -413,7 +469,7 @@ def resolve(*layers: tuple[str, Mapping | None], defaults: Mapping | None = DEFA
               "target_format")
     return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())),
                     tuple((k, tuple(p)) for k, p in sorted(parts.items()) if len(p) > 1),
-                    tuple(replaced))
+                    tuple(replaced), archs)
 
 
 # ---- presets: the named defaults layer ------------------------------------

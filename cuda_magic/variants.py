@@ -15,11 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .config import ConfigError, Resolved, bad_char, canonical_json, load_json, quote
+from .config import ConfigError, Resolved, bad_char, canonical_json, check_archs, load_json, quote
 
 INPUTS = ("denormal", "random")   # how %%cuda_compare --inputs refills the arrays --run reads
 
-__all__ = ["TOGGLES", "Variant", "state", "set_toggle", "default_variants", "vary", "parse_variant"]
+__all__ = ["TOGGLES", "Variant", "state", "set_toggle", "default_variants", "vary", "vary_archs",
+           "parse_variant"]
 
 TOGGLES = ("ftz", "prec-div", "prec-sqrt", "fmad", "fast-math")
 _FLAG = re.compile(r"^--?(ftz|prec[-_]div|prec[-_]sqrt|fmad)(?:[= ]\s*(\S+))?$")
@@ -142,16 +143,39 @@ def default_variants() -> list[Variant]:
 
 
 def vary(names: Sequence[str], resolved: Resolved) -> list[Variant]:
-    """The baseline (``resolved`` as is) and one variant per toggle, flipped from its value there."""
+    """The baseline (``resolved`` as is) and one variant per toggle, flipped from its value there.
+
+    ``arch=sm_80,sm_90a`` instead: one variant per arch, named by it, the first the baseline
+    (it takes no toggles beside it: compare toggles on one arch in a cell of their own)."""
+    archs = [n for n in names if isinstance(n, str) and n.startswith("arch=")]
+    if archs:
+        return vary_archs(archs[0][len("arch="):], [n for n in names if n != archs[0]])
     flags = resolved.get(resolved["compiler"], [])
     now = state(flags)
     out = [Variant("baseline")]
     for name in dict.fromkeys(names):
         if name not in TOGGLES:
-            raise ConfigError(f"--vary {name}: unknown toggle; choose from {', '.join(TOGGLES)}")
+            raise ConfigError(f"--vary {name}: unknown toggle; choose from {', '.join(TOGGLES)}, "
+                          f"or arch=sm_80,sm_90a for one variant per arch")
         on = not now[name]
         out.append(Variant(f"{name}={'true' if on else 'false'}", toggles=((name, on),)))
     return out
+
+
+def vary_archs(value: str, others: Sequence[str] = ()) -> list[Variant]:
+    """``--vary arch=sm_80,sm_90a``: one variant per arch (the layer ``{"arch": ...}``)."""
+    if others:
+        raise ConfigError(f"--vary arch={value} makes one variant per arch and takes nothing "
+                          f"beside it (got {', '.join(others)}): compare toggles on one arch in "
+                          f"a cell of their own (--arch sm_90a --vary {others[0]})", "arch")
+    try:
+        archs = check_archs(value)
+    except ConfigError as exc:
+        raise ConfigError(f"--vary arch={quote(value, 60)}: {exc}", "arch") from None
+    if isinstance(archs, str):
+        raise ConfigError(f"--vary arch={archs}: give two archs or more, e.g. "
+                          f"arch=sm_80,{'sm_90a' if archs != 'sm_90a' else 'sm_100a'}", "arch")
+    return [Variant.of(arch, {"arch": arch}) for arch in archs]
 
 
 MAX_NAME = 80   # characters of a variant name (it labels tabs, columns and messages)

@@ -59,3 +59,24 @@ def test_bench_headers_runs():
     for row in ("heavy cell, no PCH", "heavy cell, PCH created", "heavy cell, PCH used",
                 "re-run, 5 user headers, unchanged", "re-run after editing h4.cuh"):
         assert row in out.stdout
+
+
+def test_bench_insight_runs():
+    out = _run_script("bench_insight.py", "--repeat", "1", "--kernels", "6")
+    assert out.returncode == 0, out.stderr
+    for row in ("nvdisasm -c (plain)", "lines, -lineinfo build", "lines, plain build",
+                "goal: lines <= 1.3x one nvdisasm run"):
+        assert row in out.stdout
+
+
+def test_bench_timing_quick():
+    out = _run_script("bench_timing.py", "--quick", "--repeat", "3")
+    assert out.returncode == 0, out.stderr
+    assert "no GPU: skipped" in out.stdout or "bench/ncu" in out.stdout, out.stdout
+
+
+def test_bench_launch_fake_driver():
+    out = _run_script("bench_launch.py", "--fake-driver", "--repeat", "1", "--launches", "200")
+    assert out.returncode == 0, out.stderr
+    for row in ("empty, CuPy-like arrays", "scale, torch-like arrays", "the stub's cuLaunchKernel alone"):
+        assert row in out.stdout

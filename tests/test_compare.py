@@ -247,7 +247,8 @@ def test_magic_without_a_gpu_compiles_and_says_why_no_numbers(shell, monkeypatch
 
 
 def test_magic_bad_input(shell):
-    with pytest.raises(UsageError, match="invalid choice: 'fzt'"):
+    with pytest.raises(ConfigError, match="--vary fzt: unknown toggle; choose from ftz, .* or "
+                                          "arch=sm_80,sm_90a"):
         shell.run_cell_magic("cuda_compare", f"--arch {ARCH} --vary fzt", SAXPY)
     with pytest.raises(ConfigError, match="--variant 'p': the config is not valid JSON"):
         shell.run_cell_magic("cuda_compare", f"--arch {ARCH} --variant 'p: [1'", SAXPY)

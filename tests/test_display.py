@@ -63,7 +63,7 @@ def test_widget_tabs_config_resources_and_lazy_sass(tools):
     assert ">session<" in rows["compiler"][1] and ">default<" in rows["ptxas"][1]
     assert "--gpu-architecture=sm_90a" in config and "--maxrregcount=24" in config   # argv
 
-    resources = tab.children[1].value
+    resources = tab.children[1].children[0].value
     for name in ("scale", "heavy"):
         res = m.result.resources[name]
         row = re.search(rf"<tr><td[^>]*>{name}</td>(.*?)</tr>", resources).group(1)
@@ -91,8 +91,10 @@ def test_widget_tabs_config_resources_and_lazy_sass(tools):
     assert "STL" in w.sass.pane.value and tools == ["nvdisasm"]               # one run per module
     tab.selected_index = 4
     assert ".visible .entry" in re.sub(r"<[^>]+>", "", w.ptx.pane.value)
-    source = tab.children[5].value
-    assert re.search(r">\s*1</span>", source) and "blockIdx" in source
+    tab.selected_index = 5                      # the Source tab: the heat map, made when opened
+    source = w.heat.pane.value
+    assert "blockIdx" in source and "live registers" in source and "<details>" in source
+    assert tools == ["nvdisasm", "nvdisasm"]    # one more run: the life ranges
 
 
 def html_warn():
@@ -182,7 +184,8 @@ def test_mimebundle_per_frontend(tools, monkeypatch):
     assert ">Config</summary>" in bundle["text/html"] and "SASS" not in bundle["text/html"]
     assert tools == []                           # the widget's SASS waits for its tab
     bundle = view(m, static_sass=True)._repr_mimebundle_()
-    assert "SASS (start)" in bundle["text/html"] and tools == ["nvdisasm"]
+    assert "SASS (start)" in bundle["text/html"] and "Hottest lines" in bundle["text/html"]
+    assert tools == ["nvdisasm", "nvdisasm"]     # the SASS, and the life ranges of each line
     monkeypatch.setattr(display, "_widgets_available", lambda: False)
     assert set(v._repr_mimebundle_()) == {"text/html"}
 
@@ -261,7 +264,7 @@ def test_compilation_result_and_nvcc_fatbin_views(tools):
     w.tab.selected_index = 3
     assert tools == ["nvdisasm"] and "FMUL" in w.sass.pane.value   # on the fatbin's ELF image
     ptx_only = compile_source(SAXPY, {"cuda": opts(target_format="ptx")})
-    assert "no ptxas figures: the target is PTX" in view(ptx_only).widget().tab.children[1].value
+    assert "no ptxas figures: the target is PTX" in view(ptx_only).widget().tab.children[1].children[0].value
 
 
 def test_a_cell_without_kernels(tools):
@@ -270,7 +273,7 @@ def test_a_cell_without_kernels(tools):
     assert "no kernels" in w.children[0].value and "templates not instantiated: t" in w.children[0].value
     w.tab.selected_index = 3
     assert "no kernels in this cell" in w.sass.pane.value and tools == []
-    assert "no kernels in this cell" in w.tab.children[1].value
+    assert "no kernels in this cell" in w.tab.children[1].children[0].value
 
 
 def test_a_failing_tool_shows_in_its_tab(monkeypatch):

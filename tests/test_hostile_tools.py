@@ -60,7 +60,7 @@ def test_a_multi_megabyte_cell_views_quickly_with_capped_colours():
     assert "<end>" not in source and "&lt;end&gt;" in source
 
     # The widget's Source tab of a big cell is made when it is first opened, capped the same way.
-    tab = w.tab.children[5]
+    tab = w.heat.pane
     assert "computed when this tab is opened" in tab.value and "f0(" not in tab.value
     start = time.perf_counter()
     w.tab.selected_index = 5
@@ -71,10 +71,10 @@ def test_a_multi_megabyte_cell_views_quickly_with_capped_colours():
 def test_a_usual_cell_is_coloured_whole_and_at_once():
     r = compile_source(SAXPY, cfg())
     w = view(r).widget()
-    assert "without colours" not in w.tab.children[5].value
-    assert re.search(r">\s*1</span>", w.tab.children[5].value)
+    assert "without colours" not in w.heat.pane.value
+    assert re.search(r">\s*1</span>", w.heat.pane.value)
     assert SAXPY.startswith("\n")          # a leading blank line keeps its number
-    numbered = re.findall(r">\s*(\d+)</span>([^\n]*)", w.tab.children[5].value)
+    numbered = re.findall(r">\s*(\d+)</span>([^\n]*)", w.heat.pane.value)
     assert [n for n, rest in numbered if "extern" in rest] == ["2"]
     one_line = html.source("x" * (html.HIGHLIGHT_BYTES + 10))   # one huge line: plain text
     assert "line 1 is shown without colours" in _plain(one_line)

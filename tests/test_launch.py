@@ -280,11 +280,14 @@ def test_the_view_shows_the_driver_figures_once_loaded(shell):
     m = shell.run_cell_magic("cuda", "", SAXPY)     # loaded at once when there is a GPU
     attrs = m.scale.attributes
     w = view(m).widget()
-    resources = w.tab.children[1].value
+    resources = w.tab.children[1].children[0].value
     assert "driver: max threads" in resources and "not loaded" not in w.children[0].value
     assert f">{attrs['max_threads_per_block']}<" in resources and f">{attrs['binary_version']}<" in resources
     text = shell.display_formatter.format(m)[0]["text/plain"]
     assert "max threads" in text and "not loaded" not in text
+    # occupancy: the driver's blocks per SM beside the computed ones, and they agree
+    assert "\n    driver " in text and "(!)" not in text
+    assert "(differs)" not in resources and ">driver<" in resources
 
 
 ASSERT_SCENARIO = r'''
@@ -340,3 +343,74 @@ def test_printf_and_a_failing_device_assert(tmp_path, compiler, where):
     assert "device assert failed at cell line 6: `x[i] >= 0.0f` in " in error, error
     assert "thread (5,0,0)" in error and "6 |     assert(x[i] >= 0.0f);" in error
     assert lines[-1] == "after: ok"
+
+
+def _fresh_scale(shell):
+    """A Kernel that has never launched (each %%cuda run binds new Kernel objects)."""
+    shell.run_cell_magic("cuda", "", SAXPY)
+    return shell.user_ns["scale"]
+
+
+def test_cached_launches_raise_what_the_first_launch_raises(shell):
+    """Repeat launches take the plan (Packer.fast); every check still raises, the same way."""
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    makers = {"cupy": lambda a: cp.asarray(a), "torch": lambda a: torch.from_numpy(a).cuda()}
+    for name, make in makers.items():
+        x, y = make(np.arange(64, dtype=np.float32)), make(np.zeros(64, np.float32))
+        f64, wide = make(np.zeros(64)), make(np.zeros(128, np.float32))
+        freed = make(np.ones(64, np.float32))
+        if name == "torch":
+            freed.untyped_storage().resize_(0)
+        else:
+            freed.data.mem.free()
+        cases = {
+            "dtype": lambda k: k[1, 64](f64, y, 1.0, 64),
+            "contiguity": lambda k: k[1, 64](x, wide[::2], 1.0, 64),
+            "count": lambda k: k[1, 64](x, y, 1.0),
+            "range": lambda k: k[1, 64](x, y, 1.0, 2**31),
+            "freed": lambda k: k[1, 64](freed, y, 1.0, 64),
+        }
+        for case, bad in cases.items():
+            first = _fresh_scale(shell)
+            with pytest.raises((TypeError, OverflowError)) as one:
+                bad(first)
+            warm = _fresh_scale(shell)
+            for _ in range(100):
+                warm[1, 64](x, y, 2.0, 64)
+            assert warm._bound[2].full_checks == 2
+            with pytest.raises((TypeError, OverflowError)) as hundredth:
+                bad(warm)
+            assert (type(one.value), str(one.value)) == (type(hundredth.value), str(hundredth.value))
+            if case == "freed":
+                assert "memory was freed" in str(one.value), one.value
+            warm[1, 64](x, y, 3.0, 64)
+            torch.cuda.synchronize()
+            np.testing.assert_array_equal(cp.asnumpy(cp.asarray(y)), 3 * np.arange(64, dtype=np.float32),
+                                          err_msg=f"{name} {case}")
+    hx, hy = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    warm[1, 64](hx, hy, 4.0, 64)                   # NumPy arrays: still copied there and back
+    np.testing.assert_array_equal(hy, 4 * hx)
+
+
+def test_a_launch_from_a_new_thread(shell):
+    """The plan launches by CUfunction; a thread with no current context goes the full way once."""
+    import threading
+    cp = pytest.importorskip("cupy")
+    k = _fresh_scale(shell)
+    x, y = cp.arange(64, dtype=cp.float32), cp.zeros(64, cp.float32)
+    k[1, 64](x, y, 1.0, 64)
+    errors = []
+
+    def run():
+        try:
+            for a in (2.0, 3.0):
+                k[1, 64](x, y, a, 64)
+        except Exception as exc:           # pragma: no cover - reported below
+            errors.append(exc)
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert not errors, errors
+    cp.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(cp.asnumpy(y), 3 * np.arange(64, dtype=np.float32))

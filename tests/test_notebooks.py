@@ -73,6 +73,6 @@ def test_ftz_comparison(monkeypatch):
         assert "prec-div=true  differ" in text
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     boxes = {m["state"]["description"] for m in state.values() if m["model_name"] == "CheckboxModel"}
-    assert boxes == {"ftz", "prec-div", "prec-sqrt", "fmad", "fast-math"}
+    assert boxes == {"ftz", "prec-div", "prec-sqrt", "fmad", "fast-math", "raw registers"}
     tabs = {tuple(m["state"]["titles"]) for m in state.values() if m["model_name"] == "TabModel"}
     assert tabs == {("Variants", "Resources", "SASS diff", "Numbers", "PTX diff", "Source")}

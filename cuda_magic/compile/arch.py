@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import re
 
-__all__ = ["detect_arch", "arch_for"]
+__all__ = ["detect_arch", "arch_for", "pick_arch"]
 
 
 def arch_for(major: int, minor: int) -> str:
@@ -31,3 +32,41 @@ def detect_arch() -> str | None:
         return arch_for(int(major), int(minor))
     except Exception:  # no libcuda (cuda.bindings raises a RuntimeError subclass), no wheel
         return None
+
+
+_CC = re.compile(r"sm_(\d+)(\d)([af]?)")
+
+
+def _cc(arch: str) -> tuple[int, int, str] | None:
+    m = _CC.fullmatch(arch)
+    return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
+def pick_arch(archs, gpu: str | None, ptx: bool = False) -> str | None:
+    """Which of ``archs`` (an arch list's builds) runs on a GPU of arch ``gpu``, or None.
+
+    The exact arch first (``sm_90a`` on an ``sm_90a`` GPU), then the same compute capability
+    with another suffix (``sm_90`` on it), then machine code the GPU runs by binary
+    compatibility: a plain or ``f`` build of the same major version and a lower minor
+    (``sm_80`` on ``sm_86``), the highest first.  PTX builds (``ptx=True``) also run on any
+    newer GPU (the driver compiles them); ``a`` builds only on their own compute capability.
+    """
+    if gpu is None:
+        return None
+    if gpu in archs:
+        return gpu
+    want = _cc(gpu)
+    if want is None:
+        return None
+    ranked = []
+    for arch in archs:
+        cc = _cc(arch)
+        if cc is None:
+            continue
+        if cc[:2] == want[:2]:
+            ranked.append((0, 0, arch))
+        elif cc[2] != "a" and cc[0] == want[0] and cc[1] < want[1]:
+            ranked.append((1, -cc[1], arch))
+        elif ptx and cc[2] != "a" and cc[:2] < want[:2]:
+            ranked.append((2, -(cc[0] * 10 + cc[1]), arch))
+    return min(ranked)[2] if ranked else None

@@ -340,6 +340,10 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         bad = bad_char(n)
         if bad:
             raise ConfigError(f"name expression {quote(n)} holds {bad[2]}")
+    if len(resolved.archs) > 1:
+        raise ConfigError(f"'arch' lists {', '.join(resolved.archs)} (set by layer "
+                          f"{resolved.provenance['arch']!r}): one compile makes one arch; a "
+                          f"%%cuda cell or cuda_magic.build() makes one build per arch", "arch")
     resolved = complete(resolved)
     backend = get_backend(resolved["compiler"])
     version = backend.version()

@@ -19,9 +19,10 @@ from . import html, text
 from .content import Build, Content, Entry, argv_text, content
 
 __all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "ShowError", "ViewError", "view",
-           "show", "WHAT"]
+           "show", "lines", "WHAT"]
 
-WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source")
+WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source", "lines",
+        "archs")
 
 
 class ShowError(Error, ValueError):
@@ -70,15 +71,34 @@ class CellView:
     def ptx_of(build: Build) -> str:
         return inspect.ptx(build.result)
 
+    @staticmethod
+    def lines_of(build: Build, entry: Entry):
+        """The kernel's per-line cost (:mod:`cuda_magic.inspect.lines`; one nvdisasm run)."""
+        from ..inspect.lines import lines
+        return lines(build.result, entry.key)
+
     # -- renderings ----------------------------------------------------------------------------
     def text(self) -> str:
-        return text.summary(self.content)
+        from .archs import text as archs_text      # an arch list: the archs side by side
+        return "\n".join([text.summary(self.content), *archs_text(self.obj)])
 
     def html(self, sass: bool = True) -> str:
-        """Static HTML; ``sass=False`` includes SASS only where it was already disassembled."""
+        """Static HTML; ``sass=False`` includes SASS (and the hottest lines) only where they
+        were already computed."""
+        from .lines import hottest_html
+
         def sass_of(b, e):
             return self.sass_of(b, e) if sass or inspect.has_sass(b.result) else None
-        return html.page(self.content, sass_of)
+        hot = []
+        for b, e in self.content.entries:
+            if sass or "lines" in b.result.derived:
+                try:
+                    hot.append(hottest_html(e.name, self.lines_of(b, e)))
+                except Exception as exc:       # no nvdisasm: the rest of the page still shows
+                    hot.append(html.note(f"{e.name}: per-line cost unavailable: {exc}", html.WARN))
+        from .archs import html_section           # an arch list: the archs side by side
+        return html.page(self.content, sass_of, lines_html="".join(hot)) + \
+            html_section(self.obj, sass)
 
     def widget(self):
         """The ipywidgets view (a VBox: header, then the tabs)."""
@@ -193,30 +213,36 @@ def view(obj, **options):
 
 
 def _entry(c: Content, kernel: str):
-    for b, e in c.entries:
+    for b, e in sorted(c.entries, key=lambda be: not be[1].bound):   # an arch list: the bound first
         if kernel in (e.name, e.symbol) or (e.kernel is not None and kernel == e.kernel.name):
             return b, e
     names = ", ".join(e.name for _, e in c.entries) or "none"
     raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are {names}")
 
 
-def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> None:
+def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, raw: bool = False,
+         block: int = 256) -> None:
     """Print one part of a compiled cell as plain text.
 
-    ``what`` is one of summary, config, argv (exactly as it ran), resources, log, sass, ptx,
-    source
-    (and numbers, for a comparison);
+    ``what`` is one of summary, config, argv (exactly as it ran), resources (with occupancy),
+    log, sass, ptx, source, lines (the cost of each source line: live registers, spills,
+    instructions; runs nvdisasm) (and numbers, for a comparison);
     ``kernel`` narrows sass, ptx, config, log and resources to one kernel
     (its C++ name or its name in the binary).  ``obj`` is a ``%%cuda``
     Module, a CompilationResult, a CompileError or a ``%%cuda_compare``
     Comparison (config: the variants and their argv; sass and ptx: the diffs;
-    summary: everything).
+    summary: everything).  ``archs``: a cell built for several archs (``--arch
+    sm_80,sm_90a``), its kernels' figures side by side per arch (occupancy at ``block``
+    threads) and the SASS diff of the first two archs.  SASS diffs normalise register
+    numbering; ``raw=True`` compares the raw text.
 
     Examples::
 
         cuda_magic.show(m, "sass", kernel="scale")
         cuda_magic.show(m.result, "log")
         cuda_magic.show(c, "sass")            # a comparison's SASS diffs
+        cuda_magic.show(c, "sass", raw=True)  # ... with register numbers as they are
+        cuda_magic.show(m, "archs")           # an arch list side by side
     """
     if what not in (*WHAT, "numbers"):
         raise ShowError(f"what={clip(repr(what), 80)}: choose one of {', '.join(WHAT)} (numbers: a "
@@ -236,16 +262,28 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         if kernel is not None and kernel not in cmp.kernels:
             raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are "
                             f"{', '.join(cmp.kernels) or 'none'}")
+        if what in ("archs", "lines"):
+            raise ShowError(f"what={what!r} is for a %%cuda Module; compare archs with "
+                            f"%%cuda_compare --vary arch=sm_80,sm_90a and show(c, 'sass')")
         if what == "source":
             body = text.numbered(cmp.source)
         elif what in ("summary", "log"):
             body = v.text()
         else:
-            body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx")[what])
+            body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx", raw=raw)[what])
         print(body.rstrip("\n"), file=out)
         return
     if what == "numbers":
         raise ShowError("what='numbers' is for a %%cuda_compare Comparison; this is a compiled cell")
+    if what == "archs":
+        from .archs import several, text as archs_text
+        if not several(v.obj):
+            raise ShowError("what='archs' is for a cell built for several archs: %%cuda --arch "
+                            "sm_80,sm_90a (or //| arch: [sm_80, sm_90a])")
+        if kernel is not None:
+            kernel = _entry(v.content, kernel)[1].kernel.name
+        print("\n".join(archs_text(v.obj, block, raw, kernel)), file=out)
+        return
     c = v.content
     picked = [_entry(c, kernel)] if kernel is not None else c.entries
     builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)
@@ -263,9 +301,41 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None) -> No
         body = text.log(narrowed)
     elif what == "source":
         body = text.numbered(c.source)
+    elif what == "lines":
+        from .lines import hottest_text, text_table_of
+        body = "\n\n".join("\n".join([text_table_of(e.name, kl), *hottest_text(e.name, kl)])
+                           for b, e in picked for kl in [v.lines_of(b, e)])
     elif what == "sass":
         from .sass import annotate
         body = "\n".join(annotate(v.sass_of(b, e), c.source, b.result.inputs) for b, e in picked)
     else:
         body = "\n".join(v.ptx_of(b) for b in builds)
     print(body.rstrip("\n"), file=out)
+
+
+def lines(obj, kernel: str | None = None):
+    """The cost of each source line of ``kernel`` as data: live registers (peak over the
+    line's instructions), spill stores/loads, local bytes, ``.FTZ`` and the instruction mix,
+    one row per line — a pandas DataFrame when pandas is installed, else a list of dicts.
+    ``obj`` is a ``%%cuda`` Module or a CompilationResult; ``kernel`` may be left out when it
+    has one kernel.  ``show(obj, "lines")`` prints the same as a table.
+
+    Example::
+
+        cuda_magic.lines(m, "heavy")        # which lines need the registers and spill
+    """
+    from .lines import rows
+    v = view(obj)
+    if not isinstance(v, CellView):
+        raise ViewError(f"lines() takes a %%cuda Module or a CompilationResult, not "
+                        f"{type(obj).__name__}")
+    c = v.content
+    if kernel is None:
+        if len(c.entries) != 1:
+            names = ", ".join(e.name for _, e in c.entries) or "none"
+            raise ShowError(f"kernel=...: this cell has {len(c.entries)} kernels ({names}); "
+                            f"name one")
+        b, e = c.entries[0]
+    else:
+        b, e = _entry(c, kernel)
+    return rows(v.lines_of(b, e))

@@ -3,6 +3,11 @@
 Text (terminal, ``show``) and HTML (nbconvert, the widget's panes) read the
 same rows from here.  SASS diffs pair each variant with the baseline, side by
 side (sdiff-style markers ``|``, ``<``, ``>``) or unified; ``.FTZ`` is marked.
+Register numbering is normalised (renumbering alone changes no line); the raw
+diff is one click away (the widget's "raw registers", a ``<details>`` in HTML,
+``show(c, "sass", raw=True)``).  Each pair says in one line what changed
+(:func:`cuda_magic.inspect.diff.summary`).  :func:`text_pair` and :func:`html_pair`
+render one diff; the arch view (:mod:`.archs`) uses them too.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shorten
                       compilers, version_note)
 from .text import table as text_table
 
-__all__ = ["CompareView", "builds", "resource_diff", "header", "notes"]
+__all__ = ["CompareView", "builds", "resource_diff", "header", "notes", "changes", "text_pair",
+           "html_pair"]
 
 FOLD = 8           # equal runs longer than this fold to their ends
 CONTEXT = 3
@@ -63,7 +69,24 @@ def resource_diff(cmp) -> list[tuple[str, str, list[str], bool]]:
         rows.append((k, "SASS lines", counts, len(set(counts)) > 1))
         ftz = [str(cmp.ftz(n, k)) for n in cmp.names]
         rows.append((k, ".FTZ instructions", ftz, len(set(ftz)) > 1))
+        mixes = [cmp.mix(n, k) for n in cmp.names]
+        for cls in mixes[0]:
+            if any(m[cls] for m in mixes):
+                values = [str(m[cls]) + _delta(m[cls] - mixes[0][cls]) for m in mixes]
+                rows.append((k, f"{cls} instructions", values,
+                             any(m[cls] != mixes[0][cls] for m in mixes)))
     return rows
+
+
+def _delta(n: int) -> str:
+    return "" if not n else f" (+{n})" if n > 0 else f" (\u2212{-n})"
+
+
+def changes(cmp) -> list[str]:
+    """What changed per kernel and variant against the baseline, one line each:
+    ``scale · ftz=true: 1 FMUL → FMUL.FTZ``."""
+    return [f"{k} \u00b7 {name}: {cmp.summary(name, k)}" for k in cmp.kernels
+            for name in cmp.names[1:]]
 
 
 def folded(rows: list[diff.Row]) -> list[diff.Row | int]:
@@ -94,13 +117,13 @@ def _results(cmp) -> list:
 
 
 def header(cmp) -> str:
-    first = cmp.modules[cmp.baseline].result
     n = len(cmp.names)
     ftz = ", ".join(f"{name} {sum(cmp.ftz(name, k) for k in cmp.kernels)}" for name in cmp.names)
     names = [cmp.baseline if cmp.baseline == "baseline" else f"{cmp.baseline} (baseline)",
              *cmp.names[1:]]
+    archs = " / ".join(dict.fromkeys(r.arch for r in _results(cmp)))
     return " · ".join([f"{n} variants: {' vs '.join(names)}",
-                       ", ".join(cmp.kernels) or "no kernels", first.arch,
+                       ", ".join(cmp.kernels) or "no kernels", archs,
                        compilers(_results(cmp)), f".FTZ: {ftz}"])
 
 
@@ -111,11 +134,23 @@ def notes(cmp) -> list[str]:
     return [note] if note else []
 
 
-def _pairs(cmp, kernel: str):
-    base = cmp.instructions(cmp.baseline, kernel)
+def _pairs(cmp, kernel: str, raw: bool = False):
+    """Per variant: its name, its diff against the baseline, the raw diff's changed lines."""
     for name in cmp.names[1:]:
-        other = cmp.instructions(name, kernel)
-        yield name, base, other
+        yield name, cmp.diff(name, kernel, raw=raw), cmp.diff(name, kernel, raw=True).changed
+
+
+def changed_text(d: diff.Diff, raw_changed: int | None = None) -> str:
+    """``1 line changed``, and how many with register numbers when normalising hid some."""
+    n = d.changed
+    out = f"{n} line{'s' if n != 1 else ''} changed"
+    if d.normalized and raw_changed is not None and raw_changed != n:
+        out += f" ({raw_changed} with register numbers)"
+    return out
+
+
+def _ftz(cmp, name: str, kernel: str) -> str:
+    return f"; .FTZ {cmp.ftz(cmp.baseline, kernel)} -> {cmp.ftz(name, kernel)}"
 
 
 def _number_rows(cmp) -> list[list[str]]:
@@ -132,30 +167,40 @@ NUMBER_HEAD = ["array", "variant", "dtype", "differ", "flushed to 0", "max abs d
 
 # -- text ---------------------------------------------------------------------------------------
 
-def text_sass(cmp, kernel: str, mode: str) -> list[str]:
-    out = []
-    for name, base, other in _pairs(cmp, kernel):
-        n = diff.changed(base, other)
-        out.append(f"{kernel}: {name} vs {cmp.baseline}: {n} line{'s' if n != 1 else ''} changed; "
-                   f".FTZ {cmp.ftz(cmp.baseline, kernel)} -> {cmp.ftz(name, kernel)}")
-        if not n:
-            continue
-        if mode == "unified":
-            out += ["  " + line for line in diff.unified(base, other, cmp.baseline, name)]
-            continue
-        width = min(max([len(x) for x in base] + [len(cmp.baseline)]), 60)
-        out.append(f"  {cmp.baseline:<{width}}   {name}")
-        for row in folded(diff.side_by_side(base, other)):
-            if isinstance(row, int):
-                out.append(f"  … {row} equal lines")
-            else:
-                out.append(f"  {(row.left or ''):<{width}} {MARK[row.tag]} {row.right or ''}".rstrip())
+def text_pair(kernel: str, left: str, right: str, d: diff.Diff, mode: str, *,
+              raw_changed: int | None = None, extra: str = "", summary: str | None = None
+              ) -> list[str]:
+    """One SASS diff as text: ``kernel: right vs left: N lines changed``, what changed, rows."""
+    out = [f"{kernel}: {right} vs {left}: {changed_text(d, raw_changed)}{extra}"]
+    if summary:
+        out.append(f"  {summary}")
+    if d.equal:
+        return out
+    if mode == "unified":
+        return out + ["  " + line for line in d.unified(left, right)]
+    width = min(max([len(x) for x in d.a] + [len(left)]), 60)
+    out.append(f"  {left:<{width}}   {right}")
+    for row in folded(d.rows()):
+        if isinstance(row, int):
+            out.append(f"  … {row} equal lines")
+        else:
+            out.append(f"  {(row.left or ''):<{width}} {MARK[row.tag]} {row.right or ''}".rstrip())
     return out
 
 
-def text_parts(cmp, kernel: str | None = None, ptx: bool | None = None) -> dict[str, list[str]]:
-    """The text view by part (what ``show`` prints): config, resources, sass, numbers, ptx
-    (the PTX diff only with ``ptx=True``, by default as the comparison was asked)."""
+def text_sass(cmp, kernel: str, mode: str, raw: bool = False) -> list[str]:
+    out = []
+    for name, d, raw_n in _pairs(cmp, kernel, raw):
+        out += text_pair(kernel, cmp.baseline, name, d, mode, raw_changed=raw_n,
+                         extra=_ftz(cmp, name, kernel), summary=cmp.summary(name, kernel))
+    return out
+
+
+def text_parts(cmp, kernel: str | None = None, ptx: bool | None = None, raw: bool = False,
+               summaries: bool = True) -> dict[str, list[str]]:
+    """The text view by part (what ``show`` prints): config, resources (then what changed, with
+    ``summaries``), sass, numbers, ptx (the PTX diff only with ``ptx=True``, by default as the
+    comparison was asked); ``raw``: SASS diffs of the raw text (register numbers as they are)."""
     kernels = [k for k in cmp.kernels if kernel in (None, k)]
     bs = builds(cmp)
     parts = {"config": text_table(["variant", "toggles", "argv"],
@@ -168,7 +213,10 @@ def text_parts(cmp, kernel: str | None = None, ptx: bool | None = None) -> dict[
                                     [[k, label, *values, "*" if differs else ""]
                                      for k, label, values, differs in resource_diff(cmp) if k in kernels],
                                     indent="")
-    parts["sass"] = [line for k in kernels for line in text_sass(cmp, k, cmp.diff_mode)]
+    if summaries and len(cmp.names) > 1:
+        parts["resources"] += [line for line in changes(cmp)
+                               if line.split(" \u00b7 ", 1)[0] in kernels]
+    parts["sass"] = [line for k in kernels for line in text_sass(cmp, k, cmp.diff_mode, raw)]
     if cmp.numbers is None:
         parts["numbers"] = [cmp.note or 'not run: give --run "kernel[grid, block](args)"']
     elif not cmp.numbers:
@@ -184,11 +232,13 @@ def text_parts(cmp, kernel: str | None = None, ptx: bool | None = None) -> dict[
 
 
 def text(cmp) -> str:
-    parts = text_parts(cmp)
+    parts = text_parts(cmp, summaries=False)      # what changed: once, under the header
     titles = {"config": "variants", "resources": "resources",
               "sass": f"SASS ({'unified' if cmp.diff_mode == 'unified' else 'side by side'})",
               "numbers": "numbers", "ptx": "PTX"}
     out = [header(cmp), *(f"! {n}" for n in notes(cmp))]
+    if cmp.kernels and len(cmp.names) > 1:
+        out += ["what changed", *("  " + line for line in changes(cmp))]
     for key, title in titles.items():
         if parts[key]:
             out += [title, *("  " + line for line in parts[key])]
@@ -214,32 +264,55 @@ def _unified_html(lines: list[str], code) -> str:
     return f'<div style="{html.PRE}">{"".join(rows)}</div>'
 
 
-def html_sass(cmp, kernel: str, mode: str) -> str:
-    blocks = []
+def _rows_html(left: str, right: str, d: diff.Diff, mode: str) -> str:
+    """The rows of one diff: side by side (folded) or unified."""
+    if mode == "unified":
+        return _unified_html(d.unified(left, right), _code)
     cell = f"padding: 0 8px; {html.MONO}; white-space: pre"
-    for name, base, other in _pairs(cmp, kernel):
-        n = diff.changed(base, other)
-        blocks.append(html.note(f"{kernel}: {name} vs {cmp.baseline}: {n} line"
-                                f"{'s' if n != 1 else ''} changed · .FTZ "
-                                f"{cmp.ftz(cmp.baseline, kernel)} → {cmp.ftz(name, kernel)}",
-                                "font-weight: bold"))
-        if not n:
+    rows = [f'<tr><th style="{cell}; text-align: left">{escape(left)}</th><th></th>'
+            f'<th style="{cell}; text-align: left">{escape(right)}</th></tr>']
+    for row in folded(d.rows()):
+        if isinstance(row, int):
+            rows.append(f'<tr><td colspan="3" style="{cell}; {html.DIM}">… {row} equal lines</td></tr>')
             continue
-        if mode == "unified":
-            blocks.append(_unified_html(diff.unified(base, other, cmp.baseline, name), _code))
-            continue
-        rows = [f'<tr><th style="{cell}; text-align: left">{escape(cmp.baseline)}</th><th></th>'
-                f'<th style="{cell}; text-align: left">{escape(name)}</th></tr>']
-        for row in folded(diff.side_by_side(base, other)):
-            if isinstance(row, int):
-                rows.append(f'<tr><td colspan="3" style="{cell}; {html.DIM}">… {row} equal lines</td></tr>')
-                continue
-            style = BG[row.tag]
-            rows.append(f'<tr style="{style}"><td style="{cell}">{_code(row.left)}</td>'
-                        f'<td style="{cell}; {html.DIM}">{MARK[row.tag]}</td>'
-                        f'<td style="{cell}">{_code(row.right)}</td></tr>')
-        blocks.append(f'<div style="{html.PRE}; white-space: normal"><table style="border-collapse: '
-                      f'collapse">{"".join(rows)}</table></div>')
+        rows.append(f'<tr style="{BG[row.tag]}"><td style="{cell}">{_code(row.left)}</td>'
+                    f'<td style="{cell}; {html.DIM}">{MARK[row.tag]}</td>'
+                    f'<td style="{cell}">{_code(row.right)}</td></tr>')
+    return (f'<div style="{html.PRE}; white-space: normal"><table style="border-collapse: '
+            f'collapse">{"".join(rows)}</table></div>')
+
+
+def html_pair(kernel: str, left: str, right: str, d: diff.Diff, mode: str, *,
+              raw_changed: int | None = None, raw: diff.Diff | None = None, extra: str = "",
+              summary: str | None = None) -> str:
+    """One SASS diff as HTML: a bold line (how many lines changed), the summary, the rows; with
+    ``raw`` (the un-normalised diff) a ``<details>`` holding it when it differs."""
+    if raw is not None:
+        raw_changed = raw.changed
+    out = [html.note(f"{kernel}: {right} vs {left}: {changed_text(d, raw_changed)}{extra}",
+                     "font-weight: bold")]
+    if summary:
+        out.append(html.note(summary, ""))
+    if not d.equal:
+        out.append(_rows_html(left, right, d, mode))
+    if raw is not None and d.normalized and raw.changed != d.changed:
+        out.append(f'<details><summary style="{html.MONO}; {html.DIM}; cursor: pointer">raw '
+                   f'registers: {changed_text(raw)}</summary>{_rows_html(left, right, raw, mode)}'
+                   f'</details>')
+    return "".join(out)
+
+
+def html_sass(cmp, kernel: str, mode: str, raw: bool = False, details: bool = False) -> str:
+    """The SASS diffs of ``kernel``, each variant against the baseline; ``raw``: register
+    numbers as they are; ``details``: the raw diff in a ``<details>`` under each (static HTML;
+    the widget has a checkbox instead)."""
+    blocks = []
+    for name, d, raw_n in _pairs(cmp, kernel, raw):
+        blocks.append(html_pair(
+            kernel, cmp.baseline, name, d, mode, raw_changed=raw_n,
+            raw=cmp.diff(name, kernel, raw=True) if details and not raw else None,
+            extra=f" · .FTZ {cmp.ftz(cmp.baseline, kernel)} → {cmp.ftz(name, kernel)}",
+            summary=cmp.summary(name, kernel)))
     return "".join(blocks) or html.note("one variant only")
 
 
@@ -265,7 +338,13 @@ def html_resources(cmp) -> str:
     body = [[escape(k), escape(label), *[f"<b>{escape(v)}</b>" if differs else escape(v) for v in values]]
             for k, label, values, differs in resource_diff(cmp)]
     return html.table(["kernel", "", *map(escape, cmp.names)], body) + html.note(
-        "bold: differs between variants")
+        "bold: differs between variants") + html_changes(cmp)
+
+
+def html_changes(cmp) -> str:
+    """What changed, per kernel and variant (one line each)."""
+    lines = changes(cmp) if len(cmp.names) > 1 else []
+    return "".join(html.note(line, "") for line in lines)
 
 
 def png(fig) -> str:
@@ -310,10 +389,11 @@ def html_ptx(cmp) -> str:
 
 def page(cmp) -> str:
     parts = [f'<div style="{html.MONO}; margin: 2px 0"><b>{escape(header(cmp))}</b></div>',
-             *(html.note(n, html.WARN) for n in notes(cmp)),
+             *(html.note(n, html.WARN) for n in notes(cmp)), html_changes(cmp),
              html.section("Variants", html_variants(cmp)),
              html.section("Resources", html_resources(cmp)),
-             html.section("SASS diff", "".join(html_sass(cmp, k, cmp.diff_mode) for k in cmp.kernels)
+             html.section("SASS diff", "".join(html_sass(cmp, k, cmp.diff_mode, details=True)
+                                               for k in cmp.kernels)
                            or html.note("no kernels in this cell")),
              html.section("Numbers", html_numbers(cmp))]
     if cmp.show_ptx:

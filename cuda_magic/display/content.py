@@ -28,6 +28,7 @@ class Entry:
     name: str
     symbol: str | None
     kernel: Any = None          # runtime.Kernel, or None for a bare CompilationResult
+    bound: bool = True          # False: the same kernel built for another arch of an arch list
 
     @property
     def key(self) -> str:
@@ -69,7 +70,8 @@ class Content:
 
         def one(values):
             return " / ".join(dict.fromkeys(values))
-        names = ", ".join(e.name for _, e in self.entries) or "no kernels"
+        names = ", ".join(dict.fromkeys(e.name if e.kernel is None else e.kernel.name
+                                        for _, e in self.entries)) or "no kernels"
         hits = sum(r.cache_hit for r in rs)
         why = "; ".join(dict.fromkeys(r.cache_note for r in rs if r.cache_note and not r.cache_hit))
         if hits == len(rs):
@@ -121,10 +123,12 @@ def header_notes(results) -> list[str]:
 def content(obj) -> Content:
     """Gather what to show for a :class:`Module` or a :class:`CompilationResult`."""
     if isinstance(obj, Module):
-        builds = tuple(Build(r, tuple(Entry(name, k.symbol or r.symbol(name), k)
-                                      for name, k in obj.kernels.items() if k.result is r))
+        many = len(obj.archs) > 1        # an arch list: each kernel once per arch, named so
+        builds = tuple(Build(r, tuple(Entry(f"{name} ({r.arch})" if many else name,
+                                            k.symbol or r.symbol(name), k, bound)
+                                      for name, k, bound in obj.members(r)))
                        for r in obj.results)
-        notes = []
+        notes = [n for n in [obj.arch_note()] if n]
         if obj.load_error is not None:
             notes.append(f"not loaded on the GPU: {obj.load_error}")
         elif obj.kernels and not any(k.loaded for k in obj.kernels.values()):
@@ -255,7 +259,8 @@ def config_rows(columns: list[tuple[str, Resolved]]) -> list[tuple[str, list[tup
         cells = []
         for _, resolved in columns:
             if key in resolved:
-                cells.append((value_text(resolved[key]), resolved.provenance[key]))
+                value = resolved.archs if key == "arch" and len(resolved.archs) > 1 else resolved[key]
+                cells.append((value_text(value), resolved.provenance[key]))
             else:
                 cells.append((None, None))
         rows.append((key, cells))
@@ -316,6 +321,42 @@ def resource_rows(entries) -> tuple[bool, list[tuple[Build, Entry, Resources | N
     """Per kernel: build, entry, ptxas figures, driver figures; and whether any kernel is loaded."""
     rows = [(b, e, b.resources(e), driver_attributes(e)) for b, e in entries]
     return any(attrs is not None for *_, attrs in rows), rows
+
+
+# -- occupancy ----------------------------------------------------------------------------------
+
+LIMITER_CODES = {"registers": "R", "shared memory": "S", "warps": "W", "blocks": "B",
+                 "barriers": "b", "block size": "-"}
+OCCUPANCY_LEGEND = ("R registers, S shared memory, W warps, B blocks per SM, b barriers "
+                    "limit it")
+
+
+def occupancy_rows(entries, shared: int = 0):
+    """Per kernel with ptxas figures: ``(build, entry, [Occupancy per block size])`` at the
+    block sizes of :data:`~cuda_magic.inspect.occupancy.BLOCKS`; each has the driver's figure
+    (``.driver``) when the kernel is loaded on a GPU."""
+    from dataclasses import replace
+
+    from ..inspect.occupancy import BLOCKS, of_result
+    out = []
+    for b, e in entries:
+        if b.resources(e) is None:
+            continue
+        row = [of_result(b.result, e.key, block, shared) for block in BLOCKS]
+        k = e.kernel
+        if k is not None and k.loaded:
+            try:
+                row = [replace(o, driver=k.occupancy(o.block, shared)) for o in row]
+            except Exception:      # CUDA lost since: theory only
+                pass
+        out.append((b, e, row))
+    return out
+
+
+def occupancy_cell(o) -> str:
+    """``8 · 100% W``: blocks per SM, occupancy, the limiter's code."""
+    code = "+".join(LIMITER_CODES.get(x, x) for x in o.limiter.split(" and "))
+    return f"{o.blocks} · {o.percent} {code}"
 
 
 def resource_note(b: Build) -> str | None:

@@ -13,9 +13,9 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
-from .content import (DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_shortened,
-                      argv_short_text, argv_text, build_columns,
-                      config_notes, config_rows, resource_note, resource_rows,
+from .content import (DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
+                      argv_short_text, argv_shortened, argv_text, build_columns, config_notes,
+                      config_rows, occupancy_cell, occupancy_rows, resource_note, resource_rows,
                       supplied_note)
 from .sass import SassLexer, SassStyle, annotate
 
@@ -180,7 +180,31 @@ def resources(c: Content) -> str:
             row += [escape(str((attrs or {}).get(f, "—"))) for f, _ in DRIVER_COLUMNS]
         body.append(row)
     missing = [note(n) for b in c.builds if (n := resource_note(b))]
-    return table(head, body) + "".join(notes + missing)
+    return table(head, body) + "".join(notes + missing) + occupancy(c.entries)
+
+
+def occupancy(entries) -> str:
+    """Blocks per SM · occupancy · limiter per block size and kernel (the limiter spelled out in
+    each cell's tooltip); the driver's blocks per SM in a row below when loaded."""
+    found = occupancy_rows(entries)
+    if not found:
+        return ""
+    archs = ", ".join(dict.fromkeys(b.result.arch for b, _, _ in found))
+    head = ["kernel"] + [f"{o.block} threads" for o in found[0][2]]
+    body = []
+    for _, e, occ in found:
+        cells = []
+        for o in occ:
+            tip = escape(f"{o}; warps/SM {o.warps}/{o.max_warps}", quote=True)
+            style = WARN if o.occupancy < 0.5 else ""
+            cells.append(f'<span title="{tip}" style="{style}">{escape(occupancy_cell(o))}</span>')
+        body.append([escape(e.name)] + cells)
+        if any(o.driver is not None for o in occ):
+            body.append([_span("driver", DIM)] + [
+                escape(str(o.driver)) if o.driver == o.blocks else _span(f"{o.driver} (differs)", ERR)
+                for o in occ])
+    return (f'<div style="{MONO}; margin-top: 8px"><b>Occupancy</b> ({escape(archs)}; blocks/SM · '
+            f'occupancy · limiter: {escape(OCCUPANCY_LEGEND)})</div>' + table(head, body))
 
 
 def log(c: Content) -> str:
@@ -227,12 +251,14 @@ def section(title: str, body: str) -> str:
             f'cursor: pointer">{escape(title)}</summary>{body}</details>')
 
 
-def page(c: Content, sass_of=None, sass_lines: int = 40) -> str:
+def page(c: Content, sass_of=None, sass_lines: int = 40, lines_html: str = "") -> str:
     """The whole view as static HTML: header, config, resources, log, start of each SASS, source.
 
-    ``sass_of(build, entry)`` returns a kernel's SASS text, or None to leave it out.
+    ``sass_of(build, entry)`` returns a kernel's SASS text, or None to leave it out;
+    ``lines_html`` (the hottest lines, when computed) goes after the resources.
     """
     parts = [header(c), section("Config", config_of(c)), section("Resources", resources(c)),
+             *([section("Hottest lines", lines_html)] if lines_html else []),
              section("Log", log(c))]
     if sass_of is not None and c.entries:
         blocks = []

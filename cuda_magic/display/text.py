@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .content import (ARGV_HINT, DRIVER_COLUMNS, RESOURCE_COLUMNS, Content, argv_shortened,
-                      argv_short_text, argv_text, build_columns,
-                      config_notes, config_rows, resource_note, resource_rows,
+from .content import (ARGV_HINT, DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
+                      argv_short_text, argv_shortened, argv_text, build_columns, config_notes,
+                      config_rows, occupancy_cell, occupancy_rows, resource_note, resource_rows,
                       supplied_note)
 
 __all__ = ["config", "config_of", "exact_argv", "resources", "log", "summary", "numbered"]
@@ -61,7 +61,25 @@ def resources(c: Content, kernel: str | None = None) -> str:
                 notes.append(f"  ! {e.name} spills: {res.spill_stores} B stores, "
                              f"{res.spill_loads} B loads")
     notes += [f"  {n}" for b in {id(b): b for b, _ in entries}.values() if (n := resource_note(b))]
-    return "\n".join(table(head, rows) + notes)
+    return "\n".join(table(head, rows) + notes + occupancy(entries))
+
+
+def occupancy(entries) -> list[str]:
+    """Blocks per SM · occupancy · limiter per block size, per kernel; the driver's blocks per
+    SM beside when loaded."""
+    found = occupancy_rows(entries)
+    if not found:
+        return []
+    archs = ", ".join(dict.fromkeys(b.result.arch for b, _, _ in found))
+    head = ["kernel"] + [f"{o.block}" for o in found[0][2]]
+    rows = []
+    for _, e, occ in found:
+        rows.append([e.name] + [occupancy_cell(o) for o in occ])
+        if any(o.driver is not None for o in occ):
+            rows.append(["  driver"] + [f"{o.driver}" + ("" if o.driver == o.blocks else " (!)")
+                                        for o in occ])
+    return [f"occupancy per block size ({archs}; blocks/SM · occupancy · limiter: "
+            f"{OCCUPANCY_LEGEND}):"] + table(head, rows)
 
 
 def log(c: Content) -> str:

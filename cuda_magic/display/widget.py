@@ -1,11 +1,13 @@
 """The ipywidgets view: a header line over tabs Config, Resources, Log, SASS, PTX, Source.
 
 SASS and PTX are computed the first time their tab is shown (nvdisasm takes
-a few hundred milliseconds), with a "working" line meanwhile; a dropdown
+a few hundred milliseconds), with a live "working" line meanwhile; a dropdown
 picks the kernel (SASS) or the build (PTX) when there are several.  The Source
-tab of a big cell (over :data:`.html.HIGHLIGHT_LINES` lines or
-:data:`.html.HIGHLIGHT_BYTES` bytes) is made the first time it is shown too, and
-colours stop at those limits everywhere (the rest is plain text).
+tab is the heat map of the chosen kernel (each line coloured by live registers,
+spills or instructions; click a line for its SASS) and the Resources tab lists
+the hottest lines: both read the per-line cost (one nvdisasm run per build) the
+first time they are opened.  Syntax colours stop at :data:`.html.HIGHLIGHT_LINES`
+lines or :data:`.html.HIGHLIGHT_BYTES` bytes (the rest is plain text).
 """
 
 from __future__ import annotations
@@ -84,25 +86,70 @@ def cell_widget(view):
                      "running nvdisasm", "kernel")
     ptx = LazyPanel(widgets, [b.label for b in c.builds],
                     lambda i: html.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")
-    # The Source tab: coloured now for a usual cell; a big one when the tab is first opened.
+    # The Source tab: the heat map (each line coloured by live registers, spills or
+    # instructions; one nvdisasm run per build) when the tab is first opened.
+    from .lines import METRIC_LABELS, heat_map, hottest_html
+    metric = widgets.ToggleButtons(options=[(label, m) for m, label in METRIC_LABELS.items()],
+                                   value="registers", style={"button_width": "auto"},
+                                   description="colour by")
+
     small = len(c.source) <= html.HIGHLIGHT_BYTES and c.source.count("\n") < html.HIGHLIGHT_LINES
-    source = widgets.HTML(html.source(c.source) if small else
-                          html.note("computed when this tab is opened (a big cell)"))
-    children = [widgets.HTML(html.config_of(c)), widgets.HTML(html.resources(c)),
+
+    def heat_page(i: int) -> str:
+        if not entries:
+            return html.source(c.source)
+        if not small:                # a big cell: its source, capped; the figures as a table
+            return html.note("a big cell: no heat map; cuda_magic.show(m, 'lines') prints the "
+                             "cost of each line") + html.source(c.source)
+        try:
+            return heat_map(c.source, view.lines_of(*entries[i]), metric.value)
+        except Exception as exc:     # no nvdisasm, no cubin: the plain source, and why
+            return html.note(f"per-line cost unavailable: {type(exc).__name__}: {exc}",
+                             html.WARN) + html.source(c.source)
+    heat = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], heat_page,
+                     "reading the registers of each line (nvdisasm)", "kernel")
+
+    def recolour(_):
+        heat.pages.clear()
+        if heat.shown:
+            heat.fill()
+    metric.observe(recolour, names="value")
+    if small:                        # the coloured source at once; the heat map when opened
+        heat.pane.value = html.source(c.source)
+    else:
+        heat.pane.value = html.note("computed when this tab is opened (a big cell)")
+    source = widgets.VBox([widgets.HBox([heat.dropdown, metric]), heat.pane])
+    # The Resources tab: ptxas figures and occupancy now; the hottest lines when first opened.
+    hot = widgets.HTML(html.note("hottest lines: computed when this tab is opened"))
+
+    def fill_hot() -> None:
+        parts = []
+        with live(hot, "reading the registers of each line (nvdisasm)"):
+            for b, e in entries:
+                try:
+                    parts.append(hottest_html(e.name, view.lines_of(b, e)))
+                except Exception as exc:
+                    parts.append(html.note(f"{e.name}: per-line cost unavailable: "
+                                           f"{type(exc).__name__}: {exc}", html.WARN))
+        hot.value = "".join(parts) or html.note("no kernels in this cell")
+    resources = widgets.VBox([widgets.HTML(html.resources(c)), hot])
+    children = [widgets.HTML(html.config_of(c)), resources,
                 widgets.HTML(html.log(c)), sass.box, ptx.box, source]
     tab = widgets.Tab(children=children, titles=TITLES, selected_index=0)
-    lazy = {TITLES.index("SASS"): sass, TITLES.index("PTX"): ptx}
-    pending = {"source": not small}
+    from .archs import add_tab
+    add_tab(widgets, tab, view.obj)      # "Archs", when the cell was built for several archs
+    lazy = {TITLES.index("SASS"): sass, TITLES.index("PTX"): ptx, TITLES.index("Source"): heat}
+    pending = {"hot": True}
 
     def opened(change):
         panel = lazy.get(change["new"])
         if panel is not None:
             panel.fill()
-        elif change["new"] == TITLES.index("Source") and pending.pop("source", False):
-            source.value = html.source(c.source)
+        elif change["new"] == TITLES.index("Resources") and pending.pop("hot", False):
+            fill_hot()
     tab.observe(opened, names="selected_index")
     box = widgets.VBox([widgets.HTML(html.header(c)), tab])
-    box.tab, box.sass, box.ptx = tab, sass, ptx   # for tests and users poking at it
+    box.tab, box.sass, box.ptx, box.heat, box.metric, box.hot = tab, sass, ptx, heat, metric, hot
     return box
 
 
@@ -131,9 +178,11 @@ def compare_widget(cmp):
         kernel.layout.display = "none"
     mode = widgets.ToggleButtons(options=[("side by side", "side"), ("unified", "unified")],
                                  value=cmp.diff_mode, style={"button_width": "auto"})
+    raw = widgets.Checkbox(value=False, description="raw registers", indent=False,
+                           layout=widgets.Layout(width="auto", margin="0 0 0 14px"))
     sass = widgets.HTML()
     panes = {"Variants": widgets.HTML(), "Resources": widgets.HTML(),
-             "SASS diff": widgets.VBox([widgets.HBox([kernel, mode]), sass]),
+             "SASS diff": widgets.VBox([widgets.HBox([kernel, mode, raw]), sass]),
              "Numbers": widgets.HTML(), "PTX diff": widgets.HTML(), "Source": widgets.HTML()}
     tab = widgets.Tab(children=[panes[t] for t in COMPARE_TITLES], titles=COMPARE_TITLES,
                       selected_index=2)
@@ -141,7 +190,7 @@ def compare_widget(cmp):
 
     def show_sass(_=None):
         c = box.comparison
-        sass.value = view.html_sass(c, kernel.value, mode.value) if c.kernels else \
+        sass.value = view.html_sass(c, kernel.value, mode.value, raw.value) if c.kernels else \
             html.note("no kernels in this cell")
 
     def show_ptx():
@@ -155,7 +204,7 @@ def compare_widget(cmp):
     def refresh():
         c = box.comparison
         head.value = f'<div style="{html.MONO}"><b>{html.escape(view.header(c))}</b></div>' + \
-            "".join(html.note(n, html.WARN) for n in view.notes(c))
+            "".join(html.note(n, html.WARN) for n in view.notes(c)) + view.html_changes(c)
         panes["Variants"].value = view.html_variants(c)
         panes["Resources"].value = view.html_resources(c)
         panes["Numbers"].value = view.html_numbers(c)
@@ -200,10 +249,11 @@ def compare_widget(cmp):
         w.observe(toggled, names="value")
     kernel.observe(show_sass, names="value")
     mode.observe(show_sass, names="value")
+    raw.observe(show_sass, names="value")
     tab.observe(lambda ch: ch["new"] == COMPARE_TITLES.index("PTX diff") and show_ptx(),
                 names="selected_index")
     refresh()
     box.children = [head, widgets.HBox(list(toggles.values())), status, tab]
-    box.tab, box.toggles, box.status, box.panes, box.kernel, box.mode = \
-        tab, toggles, status, panes, kernel, mode
+    box.tab, box.toggles, box.status, box.panes, box.kernel, box.mode, box.raw = \
+        tab, toggles, status, panes, kernel, mode, raw
     return box

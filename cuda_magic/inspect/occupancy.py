@@ -213,12 +213,17 @@ class Occupancy:
     base_arch: str = ""        # the row used ("sm_90")
     shared_allocated: int = 0  # bytes per block, reserved and rounding included
     registers_allocated: int = 0   # per block, after per-warp rounding
+    driver: int | None = None  # blocks/SM from the driver (cuOccupancyMaxActiveBlocksPerMultiprocessor)
+
+    @property
+    def percent(self) -> str:
+        pct = 100 * self.occupancy
+        return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.1f}%"
 
     def __str__(self) -> str:
-        pct = 100 * self.occupancy
-        pct_s = f"{pct:.0f}" if pct == round(pct) else f"{pct:.1f}"
+        driver = "" if self.driver is None else f"; driver: {self.driver} blocks/SM"
         return (f"{self.block} threads: {self.blocks} blocks/SM, {self.warps}/{self.max_warps} warps, "
-                f"{pct_s}% ({self.limiter})")
+                f"{self.percent} ({self.limiter}){driver}")
 
 
 def _count(name: str, value, *, minimum: int = 0) -> int:
@@ -324,3 +329,18 @@ def occupancy_table(arch: str, *, registers: int, static_shared: int = 0, dynami
                                  f"{type(blocks).__name__}", "blocks")
     return [occupancy(arch, b, registers=registers, static_shared=static_shared,
                       dynamic_shared=dynamic_shared, barriers=barriers) for b in blocks]
+
+
+BLOCKS = (32, 64, 128, 256, 512, 1024)     # the block sizes the views show
+
+
+def of_result(result, symbol: str, block: int, shared: int = 0) -> Occupancy:
+    """The occupancy of kernel ``symbol`` of a compile result (its ptxas figures and arch) at
+    ``block`` threads and ``shared`` bytes of dynamic shared memory."""
+    res = result.resources.get(symbol)
+    if res is None:
+        raise OccupancyError(f"no ptxas figures for {symbol} (a {result.format} build"
+                             + (": ptxas runs at load time" if result.format == "ptx" else
+                                ": add -v to the ptxas flags") + ")", "kernel")
+    return occupancy(result.arch, block, registers=res.registers, static_shared=res.shared,
+                     dynamic_shared=shared, barriers=res.barriers)

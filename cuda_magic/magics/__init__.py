@@ -123,6 +123,9 @@ class CudaMagics(Magics):
         directly above one ``__global__``).  A key set both on this line and
         in the cell header is an error.  Kernels whose resolved configs are
         equal share one module; others get their own build of the cell.
+        ``--arch sm_80,sm_90a`` (or ``//| arch: [sm_80, sm_90a]``) builds the
+        cell once per arch, in parallel; the kernels launch the build for the
+        GPU here, and an "Archs" tab compares the archs side by side.
 
         The cell shows what was compiled: a header line (kernels, arch, the
         compilers and versions that ran, format, time, cache) over tabs Config
@@ -218,8 +221,9 @@ class CudaMagics(Magics):
     @config_options
     @argument("--instantiate", action="append", metavar='"NAME<T>"',
               help='instantiate a template kernel, e.g. --instantiate "axpy<float>" (repeatable)')
-    @argument("--vary", nargs="+", choices=TOGGLES, metavar="TOGGLE",
-              help=f"compare the cell as configured with each toggle flipped: {', '.join(TOGGLES)}")
+    @argument("--vary", nargs="+", metavar="TOGGLE",
+              help=f"compare the cell as configured with each toggle flipped: {', '.join(TOGGLES)}; "
+                   f"or arch=sm_80,sm_90a: one variant per arch (the first is the baseline)")
     @argument("--variant", action="append", metavar='"NAME: JSON"',
               help='a variant set by a config layer, e.g. --variant \'precise: {"nvrtc": '
                    '["--prec-div=true"]}\' (repeatable)')
@@ -244,8 +248,12 @@ class CudaMagics(Magics):
         ``--ftz=true`` (the active compiler's list gets ``--use_fast_math
         --ftz=...``; its other flags stay).  ``--vary TOGGLE ...`` compares
         the cell as configured with each toggle flipped (ftz, prec-div,
-        prec-sqrt, fmad, fast-math); ``--variant "NAME: JSON"`` adds a
+        prec-sqrt, fmad, fast-math); ``--vary arch=sm_80,sm_90a`` makes one
+        variant per arch instead; ``--variant "NAME: JSON"`` adds a
         variant set by a config layer.  The first variant is the baseline.
+        SASS diffs normalise register numbering (renumbering alone changes no
+        line; ``cuda_magic.show(c, "sass", raw=True)`` compares the raw text)
+        and say in one line what changed per kernel and variant.
         Variants may use different compilers (``--variant 'b: {"compiler":
         "nvcc"}'``); when NVRTC and nvcc differ in version the view says so,
         as the SASS may then differ for that reason alone.
@@ -265,6 +273,7 @@ class CudaMagics(Magics):
             extern "C" __global__ void scale(const float* x, float* y, float a, int n) { ... }
 
             %%cuda_compare --vary ftz prec-div --diff unified
+            %%cuda_compare --vary arch=sm_80,sm_90a,sm_100a
             %%cuda_compare --variant 'fast: {"nvrtc": ["--use_fast_math"]}' --variant 'precise: {"nvrtc": []}'
 
             x = cuda_magic.denormals(256)     # subnormals, FLT_MIN, zeros, negatives
@@ -388,8 +397,11 @@ class CudaMagics(Magics):
                 note += " (the session's preset)"
             print(note, file=sys.stderr if args.json else sys.stdout)
         if args.json:
-            print(json.dumps({"cuda": _cell.session_config(defaults, preset).config},
-                             sort_keys=True, separators=(",", ":")))
+            resolved = _cell.session_config(defaults, preset)
+            config = resolved.config
+            if len(resolved.archs) > 1:     # an arch list: the list, as the layer gave it
+                config["arch"] = list(resolved.archs)
+            print(json.dumps({"cuda": config}, sort_keys=True, separators=(",", ":")))
         elif not pending or args.reset or args.unset or layer or args.preset:
             display(ConfigView(defaults, preset))
 

@@ -17,7 +17,8 @@ _LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas", "--nvrtc+", "--nvcc+", "--ptxas
 def config_options(func):
     """The options that set configuration keys, shared by ``%%cuda`` and ``%cuda_config``."""
     for decorator in reversed([
-        argument("--arch", help="GPU architecture, e.g. sm_90a (detected from the GPU if unset)"),
+        argument("--arch", help="GPU architecture, e.g. sm_90a (detected from the GPU if unset); "
+                 "a comma list, sm_80,sm_90a, builds the cell once per arch"),
         argument("--compiler", help="nvrtc (in-process, default) or nvcc (subprocess)"),
         argument("--target-format", metavar="FORMAT", help="what the compiler makes: NVRTC cubin "
                  "(default) or ptx; nvcc fatbin (default), cubin or ptx"),

@@ -4,6 +4,7 @@ Only this layer needs a driver, and only when a kernel is loaded or launched.
 """
 
 from .args import ArgumentError, ArgumentRangeError
+from .bench import History, Timing, history
 from .driver import CudaError, NoGPUError, driver_version, lost, synchronize
 from .kernel import BenchResult, Kernel
 from .types import SCALARS, Param, Scalar, canonical_type
@@ -11,4 +12,4 @@ from .worker import isolate
 
 __all__ = ["ArgumentError", "ArgumentRangeError", "BenchResult", "CudaError", "Kernel",
            "NoGPUError", "Param", "Scalar", "SCALARS", "canonical_type", "driver_version",
-           "isolate", "lost", "synchronize"]
+           "isolate", "lost", "synchronize", "History", "Timing", "history"]

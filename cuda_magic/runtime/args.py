@@ -9,6 +9,14 @@ or a NumPy structured scalar of the kernel's parameter size.  References
 (``const int& n``: an address in the ABI) take a device array holding the value,
 function pointers an int device address, and declarations the parser could not
 read only raw bytes of the compiled parameter's size.
+
+Each :class:`Packer` also writes the launch plan for repeat launches
+(``Packer.launcher_call``): straight-line code for this signature that checks
+each device array against what the full check last accepted for its parameter
+(the same type and dtype object, still contiguous, a live pointer read from the
+array now), packs the values into the same buffer and calls cuLaunchKernel.
+Anything it has not seen goes to the full checks (``pack``), which raise the
+errors; so a launch raises the same error the first time and the hundredth.
 """
 
 from __future__ import annotations
@@ -51,6 +59,9 @@ def natural_layout(params: Sequence[Param]) -> list[tuple[int, int]]:
     return out
 
 
+_REWRITES = 16   # times a launch plan is written for the kinds of arrays seen, before it stops
+
+
 class Packer:
     """Packs one kernel's arguments into a reusable buffer; ``pack`` returns the ``void**`` address."""
 
@@ -60,18 +71,24 @@ class Packer:
             raise ArgumentError(f"{kernel}: the cell declares {len(self.params)} parameters but the "
                             f"compiled kernel takes {len(layout)}")
         fmt, pos, self.convs = ["="], 0, []
+        # per pointer parameter, learned from the last full check that passed: the kind of array
+        # ("cupy", "torch", "cai", "null"; None: none yet) and its quick check (a closure)
+        self.kinds: list = [None] * len(self.params)
+        self.checks: list = [_unseen] * len(self.params)
+        self.full_checks = 0    # pointer arguments that went through the full check (for tests)
+        self.call = None        # the launch plan, once a launcher asked for it (launcher_call)
+        self.compiles, self.stale = 0, False
         for i, (p, (off, size)) in enumerate(zip(self.params, layout)):
             fmt.append("x" * (off - pos))
-            fast: dict = {}   # argument type -> a one-argument check, for device arrays seen before
             kind = p.kind
             if kind == "unknown":
                 code, conv = f"{size}s", _unknown(self, p, size)
             elif kind == "function":
                 code, conv = "Q", _function(self, p)
             elif kind == "reference":
-                code, conv = "Q", _reference(self, p, fast)
+                code, conv = "Q", _reference(self, p, i)
             elif kind == "pointer":
-                code, conv = "Q", _pointer(self, p, fast)
+                code, conv = "Q", _pointer(self, p, i)
             elif kind == "scalar":
                 code, conv = p.scalar.code, _SCALAR_CONVS.get(p.type, lambda s, p: None)(self, p)
             else:
@@ -82,28 +99,121 @@ class Packer:
             fmt.append(code)
             pos = off + size
             if conv is not None:
-                self.convs.append((i, fast, conv))
+                self.convs.append((i, kind in ("pointer", "reference"), conv))
         self.struct = struct.Struct("".join(fmt))
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, 1))
         base = ctypes.addressof(self.buffer)
         self.pointers = (ctypes.c_void_p * max(len(layout), 1))(*[base + off for off, _ in layout])
         self.address = ctypes.addressof(self.pointers) if layout else 0
         self.n = len(self.params)
+        self.scope = {"C": self.checks, "pack_into": self.struct.pack_into, "buffer": self.buffer}
+        self.scope.update((f"V{i}", conv) for i, pointer, conv in self.convs if not pointer)
 
     def _where(self, p: Param) -> str:
         return f"{self.kernel}(): parameter '{p.name}' ({p})"
 
+    def launcher_call(self, launch, state: dict, on_new) -> None:
+        """Write the launch plan: the ``__call__`` of this kernel's launcher class, passed to
+        ``on_new`` now and again whenever the kind of array a parameter gets changes.
+
+        The launcher has ``argv`` (cuLaunchKernel's arguments, the buffer's address among
+        them), ``slow(args)`` (the full way) and ``failed()`` (after an error); ``launch`` is
+        cuLaunchKernel, ``state`` the driver state read per launch ("lost", "isolated").
+        For ``k(const float* x, float* y, float a, int n)`` on CuPy arrays::
+
+            def __call__(self, *args):
+                if len(args) != 4 or ST["lost"] is not None or ST["isolated"]:
+                    return self.slow(args)
+                a0, a1, a2, a3, = args
+                if type(a0) is not T0 or a0.dtype is not D0 or not a0._c_contiguous:
+                    return self.slow(args)
+                a0 = a0.data
+                if not a0.mem.ptr:
+                    return self.slow(args)
+                a0 = a0.ptr
+                ... (a1 alike)
+                try:
+                    pack_into(buffer, 0, a0, a1, a2, a3)
+                except Exception:
+                    return self.slow(args)
+                if launch(*self.argv)[0]:
+                    self.failed()
+        """
+        self.scope.update(launch=launch, ST=state)
+        self.on_new = on_new
+        self._compile()
+
+    def _learn(self, i: int, kind: str, a, check) -> None:
+        """The full check of argument ``i`` passed for ``a``, a ``kind`` array: launches with the
+        same type and dtype take the plan from now on."""
+        self.checks[i] = check
+        if kind in ("cupy", "torch"):
+            self.scope[f"T{i}"], self.scope[f"D{i}"] = type(a), a.dtype
+        if self.kinds[i] != kind:
+            self.kinds[i] = kind
+            # written again at the end of pack(), unless the plan already calls the checks
+            self.stale = self.call is not None and self.compiles <= _REWRITES
+
+    def _compile(self) -> None:
+        self.compiles += 1
+        generic = self.compiles > _REWRITES  # kinds keep changing: call the closures instead
+        miss = "return self.slow(args)"
+        names = [f"a{i}" for i in range(self.n)]
+        code = ["def __call__(self, *args):",
+                f"    if len(args) != {self.n} or ST['lost'] is not None or ST['isolated']:",
+                f"        {miss}"]
+        if names:
+            code.append(f"    {', '.join(names)}, = args")
+        for i, pointer, _ in self.convs:
+            a, kind = f"a{i}", self.kinds[i]
+            if not pointer:     # a scalar, struct or function pointer: its converter, which raises
+                code.append(f"    {a} = V{i}({a}, None)")
+            elif kind is None:
+                code.append(f"    {miss}")
+                break
+            elif kind == "cupy" and not generic:
+                code += [f"    if type({a}) is not T{i} or {a}.dtype is not D{i} or not {a}._c_contiguous:",
+                         f"        {miss}",
+                         f"    {a} = {a}.data",
+                         f"    if not {a}.mem.ptr:",           # freed (PooledMemory.free)
+                         f"        {miss}",
+                         f"    {a} = {a}.ptr"]
+            elif kind == "torch" and not generic:
+                code += [f"    if (type({a}) is not T{i} or {a}.dtype is not D{i} or not {a}.is_cuda",
+                         f"            or not {a}.is_contiguous()):",
+                         f"        {miss}",
+                         "    try:",
+                         f"        {a} = {a}.data_ptr()",
+                         "    except RuntimeError:",
+                         f"        {miss}",
+                         f"    if not {a}:",                    # freed (storage resized to 0)
+                         f"        {miss}"]
+            elif kind == "null" and not generic:
+                code += [f"    if {a} is not None:", f"        {miss}", f"    {a} = 0"]
+            else:
+                code += [f"    {a} = C[{i}]({a})", f"    if {a} is None:", f"        {miss}"]
+        code += ["    try:", f"        pack_into(buffer, 0, {', '.join(names)})",
+                 "    except Exception:", f"        {miss}",
+                 "    if launch(*self.argv)[0]:", "        self.failed()"]
+        exec(compile("\n".join(code), f"<launch plan of {self.kernel}>", "exec"), self.scope)
+        self.call = self.scope.pop("__call__")
+        self.on_new(self.call)
+
     def pack(self, args: Sequence, staged: list) -> int:
-        """Write ``args`` into the buffer; NumPy arrays are staged on the device into ``staged``."""
+        """Write ``args`` into the buffer after the full checks; NumPy arrays are staged on the
+        device into ``staged``.  Returns the ``void**`` address."""
         if len(args) != self.n:
             raise ArgumentError(f"{self.kernel}() takes {self.n} argument{'s' * (self.n != 1)} "
                             f"({', '.join(str(p) for p in self.params)}), got {len(args)}")
         if self.convs:
             args = list(args)
-            for i, fast, conv in self.convs:
-                a = args[i]
-                f = fast.get(type(a))
-                args[i] = f(a) if f is not None else conv(a, staged)
+            try:
+                for i, _, conv in self.convs:
+                    args[i] = conv(args[i], staged)
+            finally:
+                if self.stale:  # an argument of another kind than the plan knows passed
+                    self.stale = False
+                    self._compile()
             if staged:  # every argument checked: now copy NumPy arrays to the GPU
                 _stage(staged, args, self.params)
         try:
@@ -227,8 +337,8 @@ def _function(packer: Packer, p: Param):
     return conv
 
 
-def _reference(packer: Packer, p: Param, fast: dict):
-    inner = _pointer(packer, p, fast, p.scalar if not p.pointer else None)
+def _reference(packer: Packer, p: Param, i: int):
+    inner = _pointer(packer, p, i, p.scalar if not p.pointer else None)
 
     def conv(v, staged):
         if v is None:
@@ -244,21 +354,104 @@ def _reference(packer: Packer, p: Param, fast: dict):
 
 # --- pointers -----------------------------------------------------------------------------
 
-def _pointer(packer: Packer, p: Param, fast: dict, pointee=False):
-    """The full check of a pointer argument; it leaves a quick one in ``fast`` for device arrays.
+def _pointer(packer: Packer, p: Param, i: int, pointee=False):
+    """The full check of pointer argument ``i``; once it passes for a device array, the quick
+    check for that array's type and dtype goes to the launch plan (``Packer._learn``).
     ``pointee``: the Scalar pointed to (None: any), if not ``p``'s own."""
     want = _Want((p.scalar if p.pointer == 1 else None) if pointee is False else pointee)
     writes = not p.const
+    seen: dict = {}     # __cuda_array_interface__ (typestr, shape, strides) that passed -> non-empty
 
     def conv(a, staged):
         handler = _HANDLERS.get(type(a))
         if handler is None:
             handler = _handler_for(type(a))
+        packer.full_checks += 1
         ptr = handler(a, packer, p, want, writes, staged)
-        if handler in _FAST:
-            fast[type(a)] = _FAST[handler](packer, p, want, writes)
+        learn = _LEARN.get(handler)
+        if learn is not None and not (a is None and p.reference):
+            check = learn[1](a, seen)
+            if check is not None:
+                packer._learn(i, learn[0], a, check)
         return ptr
     return conv
+
+
+# --- the quick checks: what a full check accepted, checked again per launch --------------------
+# Each returns the pointer, or None for anything else (the full check then runs and raises).
+# Per launch they still check what can change: the dtype (the same dtype object), contiguity,
+# that the memory is there (a non-null pointer, read from the array now).  The launch plan has
+# the CuPy, PyTorch and None ones written out (Packer._compile); it calls the others.
+
+def _unseen(a):
+    return None
+
+
+def _quick_cupy(a, seen):
+    if not hasattr(a.data.mem, "ptr"):  # no way to tell freed memory: no quick check
+        return None
+    t, dtype = type(a), a.dtype
+
+    def check(a):
+        if type(a) is t and a.dtype is dtype and a._c_contiguous:
+            m = a.data
+            if m.mem.ptr:           # 0 once the memory was freed (PooledMemory.free)
+                return m.ptr
+        return None
+    return check
+
+
+def _quick_torch(a, seen):
+    t, dtype = type(a), a.dtype
+
+    def check(a):
+        if type(a) is t and a.dtype is dtype and a.is_cuda and a.is_contiguous():
+            try:
+                ptr = a.data_ptr()
+            except RuntimeError:    # no storage
+                return None
+            if ptr:                 # 0 once the storage was freed (resize_(0))
+                return ptr
+        return None
+    return check
+
+
+def _quick_cai(a, seen):
+    t = type(a)
+    cai = a.__cuda_array_interface__
+    key = (cai["typestr"], cai["shape"], cai.get("strides"))
+    try:
+        if len(seen) > 256:
+            seen.clear()
+        seen[key] = _nonempty(cai["shape"])
+    except TypeError:       # a list for a shape: nothing to key on, so no quick check
+        return None
+
+    def check(a):
+        if type(a) is t:
+            cai = a.__cuda_array_interface__     # read per launch: the pointer can change
+            try:
+                nonempty = seen.get((cai["typestr"], cai["shape"], cai.get("strides")))
+            except TypeError:
+                return None
+            if nonempty is not None:
+                ptr = cai["data"][0]
+                if ptr:
+                    return ptr
+                if not nonempty:
+                    return 0
+        return None
+    return check
+
+
+def _quick_null(a, seen):
+    def check(a):
+        return 0 if a is None else None
+    return check
+
+
+def _nonempty(shape) -> bool:
+    return all(n != 0 for n in shape)
 
 
 class _Want:
@@ -348,7 +541,14 @@ def _cai(a, packer, p, want, writes, staged):
         raise _wrong_dtype(packer, p, want, d.name)
     if not _c_contiguous(cai["shape"], cai.get("strides"), d.itemsize):
         raise ArgumentError(f"{packer._where(p)}: the device array is not C-contiguous")
-    return cai["data"][0] or 0
+    ptr = cai["data"][0] or 0
+    if not ptr and _nonempty(cai["shape"]):
+        raise _freed(packer, p, "the device array's __cuda_array_interface__ has a null pointer")
+    return ptr
+
+
+def _freed(packer, p, what: str):
+    return ArgumentError(f"{packer._where(p)}: {what} (its memory was freed?); pass a live array")
 
 
 def _cupy(a, packer, p, want, writes, staged):
@@ -357,27 +557,10 @@ def _cupy(a, packer, p, want, writes, staged):
         raise _wrong_dtype(packer, p, want, d.name)
     if not a._c_contiguous:
         raise ArgumentError(f"{packer._where(p)}: the CuPy array is not C-contiguous")
-    return a.data.ptr
-
-
-def _cupy_fast(packer, p, want, writes):
-    ok = want.seen
-
-    def f(a):
-        if ok.get(a.dtype) and a._c_contiguous:
-            return a.data.ptr
-        return _cupy(a, packer, p, want, writes, None)  # raises the full error
-    return f
-
-
-def _torch_fast(packer, p, want, writes):
-    ok = want.seen
-
-    def f(a):
-        if a.is_cuda and ok.get(a.dtype) and a.is_contiguous():
-            return a.data_ptr()
-        return _torch(a, packer, p, want, writes, None)
-    return f
+    m = a.data
+    if a.size and not (m.ptr and getattr(m.mem, "ptr", 1)):
+        raise _freed(packer, p, "the CuPy array's memory pointer is null")
+    return m.ptr
 
 
 def _cupy_flags(a, packer, p, want, writes, staged):  # a CuPy without the _c_contiguous field
@@ -395,7 +578,13 @@ def _torch(a, packer, p, want, writes, staged):
         raise _wrong_dtype(packer, p, want, _torch_name(d))
     if not a.is_contiguous():
         raise ArgumentError(f"{packer._where(p)}: the tensor is not contiguous; pass .contiguous()")
-    return a.data_ptr()
+    try:
+        ptr = a.data_ptr()
+    except RuntimeError as exc:
+        raise _freed(packer, p, f"the tensor has no data ({str(exc).splitlines()[0][:120]})") from None
+    if not ptr and a.numel():
+        raise _freed(packer, p, "the tensor's data pointer is null (storage resized to 0 bytes)")
+    return ptr
 
 
 def _torch_name(dtype) -> str:
@@ -407,7 +596,13 @@ def _null(a, packer, p, want, writes, staged):
 
 
 def _buffer(a, packer, p, want, writes, staged):  # cuda.core Buffer
-    return int(a.handle)
+    try:
+        ptr = int(a.handle or 0)
+    except (TypeError, ValueError, RuntimeError):
+        ptr = 0
+    if not ptr and getattr(a, "size", 1):
+        raise _freed(packer, p, "the cuda.core Buffer has no device pointer (closed?)")
+    return ptr
 
 
 def _bad(a, packer, p, want, writes, staged):
@@ -445,7 +640,9 @@ def _instance(a, packer, p, want, writes, staged):
     return _bad(a, packer, p, want, writes, staged)
 
 
-_FAST = {_cupy: _cupy_fast, _torch: _torch_fast}
+# handler -> the quick check it leaves after passing (NumPy arrays: none, they are staged)
+_LEARN = {_cupy: ("cupy", _quick_cupy), _torch: ("torch", _quick_torch), _cai: ("cai", _quick_cai),
+          _null: ("null", _quick_null)}
 
 
 def release(staged: list, stream, copy_back: bool) -> None:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import statistics
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..compile.compiler import CompilationResult
-from ..config import Error
 from . import driver, worker
 from .args import ArgumentError, Packer, release
+from . import bench as _bench
+from .bench import BenchError, BenchResult, Timing  # noqa: F401  (kernel.BenchError/BenchResult)
 from .driver import CudaError, api, check
 from .types import Param
 
@@ -60,9 +59,6 @@ _ATTRIBUTES = {
 }
 
 
-class BenchError(Error, ValueError):
-    """A ``bench`` setting out of range (``repeat``)."""
-
 
 class Kernel:
     """A compiled kernel, launchable on arrays.
@@ -79,6 +75,8 @@ class Kernel:
     launch so their output appears in the cell.
     """
 
+    unavailable: str | None = None   # set when no build of an arch list runs on this GPU
+
     def __init__(self, name: str, params: Sequence[Param], result: CompilationResult,
                  symbol: str | None = None, printf: bool = False):
         self.name, self.params, self.result = name, tuple(params), result
@@ -93,6 +91,7 @@ class Kernel:
         b = self._bound
         if b is not None:
             return b
+        self._check_arch()
         r = self.result
         lib = driver.load(r.key, r.binary, r.format, r.arch)
         symbol = self.symbol or self._find_symbol(lib)
@@ -101,7 +100,12 @@ class Kernel:
         self.symbol = symbol
         self._bound = b = (lib, handle, packer, api().cuLaunchKernel)
         self._max_dynamic = 48 * 1024
+        self._fast = _fast_launcher(b)
         return b
+
+    def _check_arch(self) -> None:
+        if self.unavailable:
+            raise CudaError(f"{self.name}: {self.unavailable}", "CUDA_ERROR_NO_BINARY_FOR_GPU")
 
     def _find_symbol(self, lib) -> str:
         from ..compile.compiler import match_symbol
@@ -165,6 +169,7 @@ class Kernel:
     def _run(self, dims, shared, stream, args) -> None:
         b = self._bound
         if b is None or driver.elsewhere():
+            self._check_arch()
             if driver.elsewhere():
                 return worker.call(self, "run", dims, shared, args)
             b = self._bind()
@@ -185,7 +190,11 @@ class Kernel:
                 release(staged, stream, copy_back=False)
             raise
         if staged:
-            release(staged, stream, copy_back=True)
+            try:
+                release(staged, stream, copy_back=True)
+            except CudaError as exc:   # the kernel faulted: offer the k.check(...) that finds where
+                from .tools import add_check_hint
+                raise add_check_hint(exc, self, dims, shared)
 
     def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0) -> None:
         launch = api().cuLaunchKernel
@@ -221,45 +230,71 @@ class Kernel:
                                                            handle, driver.device()), attr))
         return out
 
-    def bench(self, grid, block, *args, repeat: int = 100, warmup: int = 3, shared_mem: int = 0,
-              stream=None, nbytes: int | None = None) -> "BenchResult":
-        """Time ``repeat`` launches with CUDA events; median and min, and GB/s given ``nbytes``.
+    def occupancy(self, block: int, shared: int = 0) -> int:
+        """Resident blocks per SM at ``block`` threads and ``shared`` bytes of dynamic shared
+        memory, as the driver computes it (``cuOccupancyMaxActiveBlocksPerMultiprocessor``).
+        ``Module.occupancy`` shows it beside the figure computed from the binary."""
+        if driver.elsewhere():
+            return worker.call(self, "occupancy", block, shared)
+        _, handle, _, _ = self._bind()
+        drv = api()
+        if shared > self._max_dynamic:
+            self._allow_shared(handle, shared)      # as a launch would: the opt-in
+        func = check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
+        return int(check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, int(block), int(shared)),
+                         "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
 
+    def bench(self, grid, block, *args, repeat: int = 100, warmup: int | None = None,
+              flush: bool = True, graph: bool | int = False, nbytes: float | None = None,
+              flops: float | None = None, dtype: str = "float32", shared_mem: int = 0,
+              stream=None) -> Timing:
+        """Time the kernel like a benchmark harness; returns a :class:`Timing`.
+
+        Warmup launches first (``warmup=None``: about 25 ms of them), then ``repeat`` timed
+        launches, each between two CUDA events; with ``flush`` (default) a memset of twice
+        the L2 on the same stream before each, outside the events. ``graph=True`` (or a
+        number of launches, default 20) times CUDA graphs of that many launches and reports
+        graph time / launches, leaving launch overhead out. ``nbytes``/``flops`` per launch
+        give GB/s and TFLOP/s as a fraction of the device's peak (``dtype``: float32,
+        float64 or float16). The Timing shows median, 95% CI of the median, IQR, the SM
+        clock, and a plot; it is kept in ``cuda_magic.history(name)``.
         NumPy arguments are copied to the GPU once, before timing, and not copied back.
+        See docs/measure.md.
         """
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-            raise BenchError(f"repeat={str(repeat)[:40]}: the number of timed launches, an int >= 1")
+        opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
+                              nbytes=nbytes, flops=flops, dtype=dtype)
         dims = _dims(grid, "grid") + _dims(block, "block")
         if driver.elsewhere():
-            return worker.call(self, "bench", dims, shared_mem, args, repeat, warmup, nbytes)
-        s = _stream(stream)
-        _, handle, packer, _ = self._bind()
-        if shared_mem > self._max_dynamic:
-            self._allow_shared(handle, shared_mem)
-        drv = api()
-        staged: list = []
-        events = []
-        try:
-            params = packer.pack(args, staged)
-            for _ in range(warmup):
-                self._launch(handle, dims, shared_mem, s, params, False)
-            for _ in range(repeat):
-                pair = (check(drv.cuEventCreate(0), "cuEventCreate"),
-                        check(drv.cuEventCreate(0), "cuEventCreate"))
-                events.append(pair)
-                check(drv.cuEventRecord(pair[0], s), "cuEventRecord")
-                self._launch(handle, dims, shared_mem, s, params, False)
-                check(drv.cuEventRecord(pair[1], s), "cuEventRecord")
-            check(drv.cuEventSynchronize(events[-1][1]), f"running {self.name}")
-            times = [float(check(drv.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
-                     for a, b in events]
-        finally:
-            for a, b in events:
-                drv.cuEventDestroy(a)
-                drv.cuEventDestroy(b)
-            if staged:
-                release(staged, s, copy_back=False)
-        return BenchResult(self.name, dims, times, nbytes)
+            self._check_arch()
+            timing = worker.call(self, "bench", dims, shared_mem, args, opts)
+        else:
+            timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), **opts)
+        return _bench.record(self, timing, args)
+
+    def profile(self, grid, block, *args, shared_mem: int = 0, metrics=None, set: str = "default",
+                clock_control: str = "base"):
+        """Run this launch once under Nsight Compute (ncu), in a helper process that loads the
+        same binary bytes; returns a :class:`~cuda_magic.runtime.reports.Profile`: duration,
+        speed of light, occupancy, L1/L2/DRAM throughput, warp stalls, per-line metrics
+        (``.lines``) and the ``.ncu-rep`` path. ``metrics``: more metric names to collect;
+        ``set``: an ncu section set (``basic``, ``full``...) on top of ours. See docs/profiling.md.
+        """
+        from . import tools
+        dims = _dims(grid, "grid") + _dims(block, "block")
+        return tools.profile(self, dims, shared_mem, args, metrics=metrics, set=set,
+                             clock_control=clock_control)
+
+    def check(self, grid, block, *args, tool: str = "memcheck", shared_mem: int = 0,
+              print_limit: int = 10, options=()):
+        """Replay this launch under compute-sanitizer (``tool``: memcheck, racecheck, initcheck,
+        synccheck) in a helper process with the same binary bytes; returns a
+        :class:`~cuda_magic.runtime.reports.Check`: the first errors with cell line, block and
+        thread. ``options``: more compute-sanitizer flags, one per item. See docs/profiling.md.
+        """
+        from . import tools
+        dims = _dims(grid, "grid") + _dims(block, "block")
+        return tools.check(self, dims, shared_mem, args, tool=tool, print_limit=print_limit,
+                           options=options)
 
     def __repr__(self) -> str:
         sig = ", ".join(str(p) for p in self.params)
@@ -267,47 +302,66 @@ class Kernel:
         return f"<Kernel {self.name}({sig}) {self.result.arch} {self.result.format}, {state}>"
 
 
+_STATE = driver._state     # "lost", "isolated": read per launch (driver.elsewhere(), inlined)
+
+
 class _Launcher:
-    __slots__ = ("kernel", "dims", "shared", "stream")
+    """``k[grid, block]``: one launch configuration, cached by the kernel (``Kernel._launchers``).
+
+    Until the kernel is loaded it launches the full way (``Kernel._run``).  Then it becomes an
+    instance of the kernel's launcher class (``_fast_launcher``), whose ``__call__`` is the
+    launch plan the kernel's Packer wrote: the quick checks of each argument, the values packed
+    into the kernel's one parameter buffer, and cuLaunchKernel called with ``argv``, prepared
+    once (the CUfunction, dims, shared bytes, stream, the buffer's address).  Arguments the
+    plan has not seen (a first launch, another dtype, NumPy arrays), launches in the helper
+    process, printf kernels and errors go the full way, which raises the errors.
+    """
+
+    __slots__ = ("kernel", "dims", "shared", "stream", "argv")
 
     def __init__(self, kernel, dims, shared, stream):
         self.kernel, self.dims, self.shared, self.stream = kernel, dims, shared, stream
+        self.argv = None
+        self._prepare()
+
+    def _prepare(self) -> None:
+        k = self.kernel
+        b, fast = k._bound, getattr(k, "_fast", None)
+        if b is None or fast is None or k.printf or self.shared > k._max_dynamic:
+            return
+        cls, handle = fast
+        drv = api()
+        stream = drv.CUstream(self.stream) if hasattr(drv, "CUstream") else self.stream
+        self.argv = (handle, *self.dims, self.shared, stream, b[2].address, 0)
+        self.__class__ = cls
 
     def __call__(self, *args) -> None:
         self.kernel._run(self.dims, self.shared, self.stream, args)
+        if self.argv is None:
+            self._prepare()
+
+    def slow(self, args) -> None:
+        self.kernel._run(self.dims, self.shared, self.stream, args)
+
+    def failed(self) -> None:
+        """cuLaunchKernel failed: again the full way (with the CUkernel, in the current context,
+        as the first launch), which raises the error or launches where the CUfunction could not."""
+        k = self.kernel
+        b = k._bound
+        k._launch(b[1], self.dims, self.shared, self.stream, b[2].address, False)
 
 
-@dataclass
-class BenchResult:
-    """Kernel times in milliseconds from CUDA events."""
-
-    kernel: str
-    dims: tuple
-    times_ms: list = field(repr=False)
-    nbytes: int | None = None
-
-    @property
-    def median_ms(self) -> float:
-        return statistics.median(self.times_ms)
-
-    @property
-    def min_ms(self) -> float:
-        return min(self.times_ms)
-
-    @property
-    def gbps(self) -> float | None:
-        """Bytes moved per second at the median time, in GB/s (1e9), if ``nbytes`` was given."""
-        return None if not self.nbytes else self.nbytes / (self.median_ms * 1e-3) / 1e9
-
-    def __repr__(self) -> str:
-        g, b = self.dims[:3], self.dims[3:]
-        bw = f", {self.gbps:.1f} GB/s" if self.gbps else ""
-        return (f"{self.kernel}[grid={g}, block={b}]: median {_us(self.median_ms)}, "
-                f"min {_us(self.min_ms)} over {len(self.times_ms)} runs{bw}")
-
-
-def _us(ms: float) -> str:
-    return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.3f} ms"
+def _fast_launcher(bound) -> tuple:
+    """(the kernel's launcher class, with its launch plan as ``__call__``; the handle to launch)."""
+    _, handle, packer, launch = bound
+    cls = type("_Launcher", (_Launcher,), {"__slots__": (), "__doc__": _Launcher.__doc__})
+    packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call))
+    get = getattr(api(), "cuKernelGetFunction", None)   # in the current context: a little faster
+    if get is not None:
+        err, func = get(handle)
+        if err == 0:
+            handle = func
+    return cls, handle
 
 
 _libc = None

@@ -65,7 +65,8 @@ class _Binary:
 
 
 def call(kernel, op: str, *payload):
-    """Run ``op`` ("run", "bench", "attributes") for ``kernel`` in the helper process."""
+    """Run ``op`` ("run", "bench", "attributes", "occupancy") for ``kernel`` in the helper
+    process."""
     args = payload[2] if op in ("run", "bench") else ()
     for p, a in zip(kernel.params, args):
         if hasattr(a, "__cuda_array_interface__") or type(a).__module__.split(".")[0] == "torch":
@@ -127,9 +128,10 @@ def _serve(conn) -> None:  # the helper process
                           if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
                 result = None
             elif op == "bench":
-                dims, shared, args, repeat, warmup, nbytes = payload
-                result = k.bench(dims[:3], dims[3:], *args, repeat=repeat, warmup=warmup,
-                                 shared_mem=shared, nbytes=nbytes)
+                dims, shared, args, options = payload     # options: bench.options(...)
+                result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options)
+            elif op == "occupancy":
+                result = k.occupancy(*payload)
             else:
                 result = k.attributes
             sys.stdout = saved

@@ -16,6 +16,10 @@ waiting at once, and a limit can be set after which a compile is given up:
   limit take effect at once.  The abandoned compile runs to completion in the
   background; the worker then destroys its program and its result is
   discarded (a precompiled header it was making is still published).
+- The builds of one cell run together (:func:`parallel`): a pool of threads, each
+  running a compile (NVRTC in the thread, nvcc as its own process); the main thread
+  waits in short steps, so Ctrl-C stops the wait at once and tells the nvcc runs to
+  kill their process groups (:func:`cancelled`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
@@ -30,7 +35,7 @@ from ...config import ConfigError
 from . import CompileError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
-           "progress", "tick"]
+           "progress", "tick", "parallel", "cancelled", "Cancelled"]
 
 POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
 ENV = "CUDA_MAGIC_COMPILE_TIMEOUT"
@@ -160,3 +165,67 @@ def wait_for(work: Callable[[], T], *, timeout: float | None, on_timeout: Callab
         finally:
             del exc
     return box["value"]
+
+
+# ---- several builds at once -----------------------------------------------------------------
+
+WORKERS = 32        # at most this many compiles at once (and at least 4, whatever the cores)
+_local = threading.local()
+
+
+class Cancelled(Exception):
+    """The wait for the builds of a cell was given up (Ctrl-C): a build still running stops."""
+
+
+def cancelled() -> bool:
+    """Whether the builds this thread belongs to were given up (checked by nvcc's wait)."""
+    return any(event.is_set() for event in getattr(_local, "cancel", ()))
+
+
+def parallel(works: Sequence[Callable[[], T]], what: str) -> list[T]:
+    """Run each of ``works`` in a thread of its own and return their results in order.
+
+    The caller waits in steps of :data:`POLL` seconds, telling the :func:`progress`
+    listeners ``what`` runs ("compiling 4 builds with nvrtc"), so Ctrl-C reaches it at once:
+    the builds not started are dropped, nvcc runs are killed, NVRTC runs finish in the
+    background and are discarded.  When builds fail, the rest still running finish and the
+    error of the first failed one (in the order of ``works``) is raised.  One work runs in
+    the caller's thread."""
+    works = list(works)
+    if len(works) < 2:
+        return [work() for work in works]
+    cancel = threading.Event()
+    inherited = tuple(getattr(_local, "cancel", ()))   # a pool inside a pool's thread
+
+    def run(work):
+        _local.cancel = (*inherited, cancel)
+        try:
+            return work()
+        finally:
+            _local.cancel = ()
+    pool = ThreadPoolExecutor(max_workers=min(len(works), max(4, min(WORKERS, os.cpu_count() or 1))),
+                              thread_name_prefix="cuda-magic build")
+    futures = [pool.submit(run, work) for work in works]
+    started = time.monotonic()
+    try:
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=POLL, return_when=FIRST_EXCEPTION)
+            if any(f.exception() is not None for f in done):
+                for f in pending:       # not started: dropped; running: waited for
+                    f.cancel()
+                pending = {f for f in pending if not f.cancelled()}
+            tick(what, started)
+    except BaseException:
+        cancel.set()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for f in futures:
+        if not f.cancelled() and f.exception() is not None:
+            exc = f.exception()
+            try:
+                raise exc
+            finally:
+                del exc
+    return [f.result() for f in futures]

@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 from ...config import ConfigError, clip
 from ..headers import cutlass_dir
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
-from .limits import POLL, CompileTimeoutError, compile_timeout, tick
+from .limits import POLL, Cancelled, CompileTimeoutError, cancelled, compile_timeout, tick
 
 FILENAME = "cell.cu"
 
@@ -125,8 +125,8 @@ def _private_dir():
 
 def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) -> tuple[int, str]:
     """Run nvcc in its own process group; wait in short steps so that Ctrl-C lands at once.
-    (return code, stdout + stderr).  KeyboardInterrupt, the time limit or any error kills
-    the group before it propagates."""
+    (return code, stdout + stderr).  KeyboardInterrupt, the time limit, a cancelled parallel
+    build or any error kills the group before it propagates."""
     limit = compile_timeout()
     started = time.monotonic()
     deadline = None if limit is None else started + limit
@@ -145,6 +145,8 @@ def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) ->
                 out, err = proc.communicate(timeout=step)
                 break
             except subprocess.TimeoutExpired:
+                if cancelled():     # the cell's builds were given up (Ctrl-C)
+                    raise Cancelled("nvcc was stopped") from None
                 tick("compiling with nvcc", started)
     except BaseException:
         _kill_group(proc)

@@ -1,0 +1,252 @@
+"""A stand-in for ``cuda.bindings.driver`` and for CuPy/PyTorch arrays, to run the launch path on
+a machine with no GPU: ``cuLaunchKernel`` does nothing (or calls ``on_launch``), device memory
+is host memory.  It measures and tests the Python side of ``k[grid, block](...)`` only.
+
+    fake = install()            # driver.api() now returns the fake; uninstall(fake) undoes it
+    fake.register(kernel)       # its parameter layout, as cuKernelGetParamInfo would give it
+    x = FakeCupy(0x1000, "float32", (1024,))
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+
+import numpy as np
+
+from cuda_magic.runtime import driver
+from cuda_magic.runtime.args import natural_layout
+
+
+class CUresult(enum.IntEnum):
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_INVALID_CONTEXT = 201
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700
+
+
+class _Handle(int):
+    """A handle (CUkernel, CUlibrary, CUstream): an int, as cuda.bindings' handles convert."""
+
+
+class FakeDriver:
+    """The driver calls the runtime makes, answered on the host."""
+
+    CUresult = CUresult
+
+    class CUfunction_attribute:
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+    def __init__(self):
+        self.layouts: dict[str, list] = {}     # symbol -> [(offset, size)]
+        self.kernels: dict[int, str] = {}      # handle -> symbol
+        self.memory: dict[int, ctypes.Array] = {}
+        self.launches = 0
+        self.on_launch = None                  # f(symbol, dims, params address) -> error code
+
+    def register(self, kernel) -> None:
+        self.layouts[kernel.symbol] = natural_layout(kernel.params)
+
+    # context and errors
+    def cuDriverGetVersion(self):
+        return (CUresult(0), 13000)
+
+    def cuInit(self, flags):
+        return (CUresult(0),)
+
+    def cuDeviceGetCount(self):
+        return (CUresult(0), 1)
+
+    def cuDeviceGet(self, ordinal):
+        return (CUresult(0), _Handle(0))
+
+    def cuDevicePrimaryCtxRetain(self, dev):
+        return (CUresult(0), _Handle(0xC0))
+
+    def cuCtxSetCurrent(self, ctx):
+        return (CUresult(0),)
+
+    def cuCtxSynchronize(self):
+        return (CUresult(0),)
+
+    def cuStreamSynchronize(self, stream):
+        return (CUresult(0),)
+
+    def cuGetErrorString(self, err):
+        return (CUresult(0), CUresult(err).name.encode())
+
+    # modules
+    def cuLibraryLoadData(self, image, *rest):
+        return (CUresult(0), _Handle(0x1B))
+
+    def cuLibraryGetModule(self, lib):
+        return (CUresult(0), _Handle(0x3D))
+
+    def cuLibraryUnload(self, lib):
+        return (CUresult(0),)
+
+    def cuLibraryGetKernel(self, lib, symbol):
+        handle = _Handle(0x4000 + len(self.kernels))
+        self.kernels[handle] = symbol.decode()
+        return (CUresult(0), handle)
+
+    def cuKernelGetFunction(self, handle):    # the CUfunction in the current context
+        func = _Handle(0x8000 + int(handle))
+        self.kernels[func] = self.kernels[handle]
+        return (CUresult(0), func)
+
+    def cuKernelGetParamInfo(self, handle, i):
+        layout = self.layouts[self.kernels[handle]]
+        if i >= len(layout):
+            return (CUresult.CUDA_ERROR_INVALID_VALUE, 0, 0)
+        return (CUresult(0), *layout[i])
+
+    def cuKernelSetAttribute(self, attr, value, handle, dev):
+        return (CUresult(0),)
+
+    # memory: host buffers standing in for device memory
+    def cuMemAlloc(self, nbytes):
+        buf = ctypes.create_string_buffer(nbytes)
+        self.memory[ctypes.addressof(buf)] = buf
+        return (CUresult(0), ctypes.addressof(buf))
+
+    def cuMemFree(self, ptr):
+        self.memory.pop(int(ptr), None)
+        return (CUresult(0),)
+
+    def cuMemcpyHtoD(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (CUresult(0),)
+
+    def cuMemcpyDtoH(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (CUresult(0),)
+
+    # launching
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        return _OK
+
+
+_OK = (CUresult(0),)
+
+
+class _CountingDriver(FakeDriver):
+    """A FakeDriver whose launches are counted and may run ``on_launch`` (tests)."""
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches += 1
+        if self.on_launch is not None:
+            err = self.on_launch(self.kernels[int(f)], (gx, gy, gz, bx, by, bz), int(params))
+            if err:
+                return (CUresult(err),)
+        return _OK
+
+
+def install(counting: bool = False) -> FakeDriver:
+    """Make ``driver.api()`` the fake (and its context current); returns it."""
+    fake = _CountingDriver() if counting else FakeDriver()
+    fake.saved = {k: driver._state.get(k) for k in ("api", "ctx", "device", "lost", "isolated")}
+    driver._state.pop("ctx", None)
+    driver._state["api"] = fake
+    driver._state["lost"], driver._state["isolated"] = None, False
+    driver._local.ready = False
+    return fake
+
+
+def uninstall(fake: FakeDriver) -> None:
+    for k, v in fake.saved.items():
+        if v is None and k in ("api", "ctx", "device"):
+            driver._state.pop(k, None)
+        else:
+            driver._state[k] = v
+    driver._local.ready = False
+    for key in [k for k, lib in driver._LIBRARIES.items() if lib.handle == 0x1B]:
+        del driver._LIBRARIES[key]
+
+
+# --- arrays that look like CuPy's and PyTorch's to the marshalling -------------------------------
+
+def _strides(shape, itemsize):
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
+
+class _Memory:
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def free(self):      # as cupy.cuda.memory.PooledMemory.free(): the pointer becomes 0
+        self.ptr = 0
+
+
+class _MemoryPointer:
+    __slots__ = ("mem", "ptr")
+
+    def __init__(self, mem, ptr):
+        self.mem, self.ptr = mem, ptr
+
+
+class FakeCupy:
+    """What the marshalling reads of a ``cupy.ndarray``."""
+
+    data = _c_contiguous = None  # class attributes, as the handler looks for them on the type
+    __cuda_array_interface__ = None
+
+    def __init__(self, ptr, dtype="float32", shape=(1024,), contiguous=True):
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(shape)
+        self.size = int(np.prod(self.shape))
+        self._c_contiguous = contiguous
+        self.data = _MemoryPointer(_Memory(ptr), ptr)
+        strides = _strides(self.shape, self.dtype.itemsize)
+        if not contiguous:
+            strides = tuple(2 * s for s in strides)
+        self.__cuda_array_interface__ = {"data": (ptr, False), "typestr": self.dtype.str,
+                                         "shape": self.shape, "strides": strides, "version": 3}
+
+
+FakeCupy.__module__ = "cupy._core.core"
+FakeCupy.__name__ = FakeCupy.__qualname__ = "ndarray"
+
+
+class _TorchDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+TORCH_DTYPES = {name: _TorchDtype(name) for name in ("float32", "float64", "int32", "int64")}
+
+
+class FakeTorch:
+    """What the marshalling reads of a ``torch.Tensor``."""
+
+    data_ptr = is_cuda = None   # class attributes, as the handler looks for them on the type
+
+    def __init__(self, ptr, dtype="float32", shape=(1024,), contiguous=True, cuda=True):
+        self._ptr, self.dtype, self.shape = ptr, TORCH_DTYPES[dtype], tuple(shape)
+        self._contiguous, self.is_cuda = contiguous, cuda
+        self._numel = int(np.prod(self.shape))
+
+    def data_ptr(self):
+        return self._ptr
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def numel(self):
+        return self._numel
+
+    def free(self):             # as untyped_storage().resize_(0): the tensor has no memory
+        self._ptr = 0
+
+
+FakeTorch.__module__ = "torch"
+FakeTorch.__name__ = FakeTorch.__qualname__ = "Tensor"

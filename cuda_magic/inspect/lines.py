@@ -1,0 +1,253 @@
+"""Per-line cost: which source lines need the registers, spill, and what instructions they make.
+
+One ``nvdisasm --print-life-ranges --life-range-mode count`` run per build gives, for every
+SASS instruction, the number of live registers of each kind (GPR, PRED, UGPR) and
+nvdisasm's ``SpillRefill`` marks; each instruction's source line comes from the cubin's own
+line table (``.debug_line``, made by ``-lineinfo``; nvdisasm prints no line markers with
+life ranges).  Rows are keyed by (file, line); the cell's file is ``cell.cu``.
+
+Fidelity: the figures describe the binary that runs.  A build with line info
+(``-lineinfo``, ``-G``) is read as it is.  For one without, an inspection build with
+``-lineinfo`` appended is made (through the compile cache), and its machine code is compared
+with the running binary's, kernel by kernel, byte for byte: the table says which kernels are
+the same code and which are not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..compile import binary as _binary
+from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
+from . import disasm
+from .disasm import CLASSES, _cached, cubin, machine_code, opcode_class
+
+__all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "LINE_INFO_FLAGS", "METRICS"]
+
+LINE_INFO_FLAGS = ("-lineinfo", "--generate-line-info", "-G", "--device-debug")
+METRICS = ("registers", "spills", "instructions")     # what the heat map can colour by
+
+_SECTION = re.compile(r"^//-+ \.text\.(\S+)\s+-+")
+_COLUMNS = re.compile(r"//\s*\|((?:\s*[A-Z]+\s*\|)+)\s*$")
+_INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s*(@!?U?P[T\d]\s+)?(.*?)\s*;?\s*(\(\*[^)]*\*\))?\s*;?\s*//\s*\|(.*)\|\s*$")
+_SPILL = re.compile(r'\(\*"SpillRefill"\*\)')
+_WIDTH = re.compile(r"\.(8|16|32|64|128)\b")
+
+
+@dataclass
+class _Instr:
+    address: int
+    text: str          # the instruction without predicate and counts, e.g. "STL [R1+0x23c], R18"
+    counts: dict       # {"GPR": 10, "UGPR": 3}
+    spill: bool
+
+
+def parse_life_ranges(text: str) -> dict[str, list[_Instr]]:
+    """nvdisasm ``-plr -lrm count`` output -> per kernel section, its instructions with their
+    live-register counts and spill marks."""
+    out: dict[str, list[_Instr]] = {}
+    name = None
+    columns: list[str] = []
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            name, columns = m.group(1), []
+            out[name] = []
+            continue
+        if name is None:
+            continue
+        if not columns:
+            c = _COLUMNS.search(line)
+            if c and "#" not in c.group(1):
+                columns = [x.strip() for x in c.group(1).split("|") if x.strip()]
+            continue
+        m = _INSTR.match(line)
+        if not m:
+            continue
+        cells = [x.strip() for x in m.group(5).split("|")]
+        counts = {col: int(v) if v.isdigit() else 0 for col, v in zip(columns, cells)}
+        out[name].append(_Instr(int(m.group(1), 16), m.group(3).strip(), counts,
+                                bool(m.group(4) and _SPILL.search(m.group(4)))))
+    return out
+
+
+@dataclass(frozen=True)
+class LineCost:
+    """What one source line costs in one kernel (over all the instructions made from it)."""
+
+    file: str                   # "cell.cu", or the header the code came from
+    line: int | None            # None: instructions the line table gives no line
+    instructions: int
+    registers: int              # peak live general registers (GPR) over the line's instructions
+    predicates: int             # peak live predicate registers
+    uniform: int                # peak live uniform registers (UGPR)
+    spill_stores: int           # STL that nvdisasm marks as spill code
+    spill_loads: int            # LDL that nvdisasm marks as spill code
+    local_bytes: int            # bytes per thread moved by STL/LDL (spills and local arrays)
+    spill_bytes: int            # of which spill code
+    ftz: int                    # instructions with .FTZ
+    mix: tuple[tuple[str, int], ...]   # (class, count) for memory, float, integer, control, tensor
+    notable: tuple[str, ...]    # e.g. ("CALL", "MUFU.RCP"): instructions worth a look
+    sass: tuple[str, ...] = ()  # the instructions, "/*0040*/ IMAD R7, R7, UR4, R0"
+    text: str | None = None     # the source line, when it is one of the cell's
+
+    @property
+    def spills(self) -> int:
+        """Spill instructions (stores and loads)."""
+        return self.spill_stores + self.spill_loads
+
+    def count(self, cls: str) -> int:
+        """Instructions of class ``cls`` (memory, float, integer, control, tensor)."""
+        return dict(self.mix).get(cls, 0)
+
+    @property
+    def where(self) -> str:
+        """``"line 12"`` for the cell's lines, ``"util.cuh:4"`` for a header's."""
+        if self.line is None:
+            return "(no line)"
+        return f"line {self.line}" if self.file == "cell.cu" else f"{self.file}:{self.line}"
+
+    def row(self) -> dict:
+        """As plain data, one dict per line (what :func:`cuda_magic.lines` returns)."""
+        return {"file": self.file, "line": self.line, "instructions": self.instructions,
+                "registers": self.registers, "predicates": self.predicates,
+                "uniform": self.uniform, "spill_stores": self.spill_stores,
+                "spill_loads": self.spill_loads, "local_bytes": self.local_bytes,
+                "spill_bytes": self.spill_bytes,
+                "ftz": self.ftz, **dict(self.mix), "notable": ", ".join(self.notable),
+                "source": self.text}
+
+
+@dataclass(frozen=True)
+class KernelLines:
+    """The per-line table of one kernel, and which binary it was read from."""
+
+    kernel: str                      # the symbol in the binary
+    rows: tuple[LineCost, ...]       # the cell's lines in order, then headers', then no line
+    binary: str                      # which binary, in words
+    same_code: bool                  # the binary read is the running one, or has its exact code
+
+    @property
+    def peak(self) -> int:
+        return max((r.registers for r in self.rows), default=0)
+
+    def hottest(self, n: int = 5, by: str = "registers") -> list[LineCost]:
+        """The ``n`` lines with the most live registers (``by="spills"``, ``"instructions"``)."""
+        if by not in METRICS:
+            raise ValueError(f"by={by!r}: choose one of {', '.join(METRICS)}")
+        ranked = [r for r in self.rows if r.line is not None and getattr(r, by)]
+        return sorted(ranked, key=lambda r: (-getattr(r, by), -r.spills, r.line))[:n]
+
+    def of(self, line: int, file: str = "cell.cu") -> LineCost | None:
+        return next((r for r in self.rows if r.line == line and r.file == file), None)
+
+
+_NOTABLE = re.compile(r"^(MUFU\.\w+|CALL|BAR|WARPSYNC|MEMBAR|ATOM|ATOMS|ATOMG|RED|REDG|\w*MMA)\b")
+
+
+def _cost(file: str, line: int | None, instrs: list[_Instr], text: str | None) -> LineCost:
+    mix = dict.fromkeys(CLASSES, 0)
+    notable: set[str] = set()
+    stores = loads = ftz = local = spilled = 0
+    for i in instrs:
+        op = i.text.split(None, 1)[0] if i.text else ""
+        mix[opcode_class(op)] += 1
+        base = op.split(".", 1)[0]
+        if base in ("STL", "LDL"):
+            width = _WIDTH.findall(op)
+            size = int(width[-1]) // 8 if width else 4
+            local += size
+            spilled += size if i.spill else 0
+            stores += i.spill and base == "STL"
+            loads += i.spill and base == "LDL"
+        ftz += ".FTZ" in op
+        m = _NOTABLE.match(op)
+        if m:
+            notable.add(m.group(1) if base == "MUFU" else base)
+    return LineCost(file, line, len(instrs),
+                    max((i.counts.get("GPR", 0) for i in instrs), default=0),
+                    max((i.counts.get("PRED", 0) for i in instrs), default=0),
+                    max((i.counts.get("UGPR", 0) for i in instrs), default=0),
+                    stores, loads, local, spilled, ftz, tuple(mix.items()), tuple(sorted(notable)),
+                    tuple(f"/*{i.address:04x}*/ {i.text}" for i in instrs), text)
+
+
+def _has_line_info(result: CompilationResult) -> bool:
+    flags = result.config.get(result.compiler) or []
+    return any(f.split("=", 1)[0] in LINE_INFO_FLAGS for f in flags)
+
+
+def inspection_build(result: CompilationResult) -> CompilationResult:
+    """The build the per-line table reads: ``result``'s machine code if it has line info, else
+    the same config with ``-lineinfo`` appended to the compiler's list, as a cubin."""
+    code = machine_code(result)
+    if _has_line_info(code):
+        return code
+    flags = list(code.config.get(code.compiler) or []) + ["-lineinfo"]
+    resolved = code.config.with_value(code.compiler, flags, "inspect")
+    if code.format != "cubin":
+        resolved = resolved.with_value("target_format", "cubin", "inspect")
+    return compile_resolved(code.source, resolved, name_expressions=code.name_expressions)
+
+
+def _table(result: CompilationResult) -> dict[str, KernelLines]:
+    running = machine_code(result)
+    seen = inspection_build(result)
+    elf = cubin(seen)
+    if elf is None:
+        raise ValueError(f"no cubin to read in the {seen.format} build for {seen.arch}")
+    ours = _binary.kernel_code(elf)
+    if seen is running:
+        same = dict.fromkeys(ours, True)
+        where = "the running binary (built with line info)"
+    else:
+        theirs = _binary.kernel_code(cubin(running) or b"") if cubin(running) else {}
+        same = {k: theirs.get(k) == code for k, code in ours.items()}
+        where = "an inspection build with -lineinfo added"
+    if result.format == "ptx":
+        where += " (the cubin of this PTX's config; the driver compiles the PTX itself)"
+    instrs = parse_life_ranges(disasm._run("nvdisasm", ["-c", "-plr", "-lrm", "count"], elf, ".cubin"))
+    spill_notes: dict[str, str] = {}
+    table = _binary.line_table(elf)
+    source = result.source.split("\n")
+    if not any(i.spill for found in instrs.values() for i in found):
+        # nvdisasm before 13.5 marks no spill code: in a kernel ptxas says spills, count its
+        # local-memory instructions (STL/LDL) as spill code, and say so
+        for kernel, found in instrs.items():
+            res = seen.resources.get(kernel)
+            if res is not None and res.spills:
+                for i in found:
+                    i.spill = i.text.split(".", 1)[0].split(None, 1)[0] in ("STL", "LDL")
+                spill_notes[kernel] = ("; this nvdisasm marks no spill code, so every STL/LDL "
+                                       "of a kernel ptxas says spills is counted as spill")
+    out = {}
+    for kernel in _binary.kernel_code(elf):
+        rows = table.get(kernel, [])
+        groups: dict[tuple, list[_Instr]] = {}
+        for i in instrs.get(kernel, []):
+            at = _binary.line_of(rows, i.address)
+            groups.setdefault(at if at is not None else ("", None), []).append(i)
+        order = sorted(groups, key=lambda k: (k[1] is None, k[0] != "cell.cu", k[0], k[1] or 0))
+        costs = tuple(_cost(f, ln, groups[(f, ln)],
+                            source[ln - 1] if f == "cell.cu" and ln and ln <= len(source) else None)
+                      for f, ln in order)
+        note = where + ("" if seen is running else
+                        ", the same machine code as the running binary" if same.get(kernel) else
+                        ", whose machine code DIFFERS from the running binary's")
+        out[kernel] = KernelLines(kernel, costs, note + spill_notes.get(kernel, ""),
+                                  same.get(kernel, False))
+    return out
+
+
+def lines(result: CompilationResult, kernel: str | None = None):
+    """The per-line cost of each kernel: ``{symbol: KernelLines}``, or one kernel's with
+    ``kernel`` (its name in the binary, or a name expression given at compile time).  One
+    nvdisasm run per build, made the first time it is asked for (cached on the result)."""
+    table = _cached(result, "lines", lambda: _table(result))
+    if kernel is None:
+        return dict(table)
+    name = result.lowered_names.get(kernel, kernel)
+    if name not in table:
+        raise NoKernelError(f"no kernel {kernel!r} in this build; kernels: {', '.join(table)}")
+    return table[name]

@@ -1,0 +1,462 @@
+"""One launch under Nsight Compute (``k.profile``) or compute-sanitizer (``k.check``).
+
+Both tools run a helper process, never the notebook's: the notebook writes the
+kernel's binary, **the same bytes** it loads itself, plus a small spec
+(kernel, symbol, parameters, launch dimensions, the binary's sha256) and the
+arguments (NumPy arrays as ``.npy``) into a private temporary directory, and
+the tool starts ``python3 -m cuda_magic.runtime.launcher DIR``, which checks the
+hash, loads the bytes with ``cuLibraryLoadData``, launches once and
+synchronises (see :mod:`.launcher`).  Device arrays (CuPy, PyTorch, Numba) are
+copied to the host for the child; the child's copies are written, never the
+caller's arrays.  A kernel that faults ends only the child, so ``k.check`` works
+after a fault has ended CUDA in the notebook.
+
+Parsing the tools' output and the result objects are in :mod:`.reports`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+
+from ..compile.backends import ToolNotFoundError
+from ..config import Error, clip
+from . import launcher, reports
+from .args import ArgumentError
+from .driver import NoGPUError
+
+__all__ = ["find_tool", "write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
+           "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+_INSTALL = {
+    "ncu": "install Nsight Compute or put it on PATH",
+    "compute-sanitizer": "install the CUDA toolkit's compute-sanitizer or put it on PATH",
+}
+# Where the tools live besides PATH and $CUDA_HOME/bin (newest version first for globs).
+_SYSTEM = {
+    "ncu": ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute/*", "/usr/local/cuda/nsight-compute*"),
+    "compute-sanitizer": ("/usr/local/cuda/bin", "/usr/local/cuda/compute-sanitizer"),
+}
+_TIMEOUT_S = 600.0
+_EXIT_SANITIZER = 86       # --error-exitcode: the sanitizer found errors
+
+
+class ProfilerPermissionError(Error, PermissionError):
+    """Nsight Compute may not read the GPU's performance counters (``ERR_NVGPUCTRPERM``)."""
+
+
+class ToolRunError(Error, RuntimeError):
+    """The tool or the helper process failed; the message quotes what they said."""
+
+
+# ------------------------------------------------------------------------- finding the tools
+
+def find_tool(name: str, *, environ=None, system=None) -> str:
+    """The path of ``ncu`` or ``compute-sanitizer``: on PATH, in ``$CUDA_HOME/bin`` (or
+    ``$CUDA_PATH/bin``), in ``/usr/local/cuda/bin``, for ncu in ``/opt/nvidia/nsight-compute/*``.
+    :class:`ToolNotFoundError` says what to install."""
+    env = os.environ if environ is None else environ
+    found = shutil.which(name, path=env.get("PATH", ""))
+    if found:
+        return found
+    dirs = [os.path.join(env[v], "bin") for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
+    for d in (_SYSTEM.get(name, ()) if system is None else system):
+        dirs.extend(sorted(glob.glob(d), key=_version_key, reverse=True) if "*" in d else [d])
+    for d in dirs:
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise ToolNotFoundError(f"{name} not found ({_INSTALL.get(name, 'put it on PATH')})")
+
+
+def _version_key(path: str) -> list:
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", os.path.basename(path))]
+
+
+# ------------------------------------------------------------------------- the launch spec
+
+def _symbol(kernel) -> str:
+    if kernel.symbol:
+        return kernel.symbol
+    from ..compile.binary import entries
+    from ..compile.compiler import match_symbol
+    r = kernel.result
+    symbols = [e.symbol for e in entries(r.binary, r.format, arch=r.arch)]
+    found = match_symbol(kernel.name, symbols)
+    if found is None:
+        raise ArgumentError(f"kernel '{kernel.name}' is not in the compiled module (it has: "
+                            f"{', '.join(symbols) or 'no kernels'})")
+    return found
+
+
+def _host_copy(a):
+    """A NumPy copy of a device array (CuPy, PyTorch, Numba, anything with
+    ``__cuda_array_interface__``), after the work queued on it finished."""
+    import numpy as np
+    mod = type(a).__module__.split(".")[0]
+    if mod == "torch":
+        t = a.detach()
+        if str(t.dtype) == "torch.bfloat16":
+            import torch
+            t = t.view(torch.int16)
+        return np.ascontiguousarray(t.cpu().numpy())
+    if hasattr(a, "get") and mod == "cupy":
+        return np.ascontiguousarray(a.get())
+    if hasattr(a, "copy_to_host"):
+        return np.ascontiguousarray(a.copy_to_host())
+    cai = a.__cuda_array_interface__
+    from .driver import api, check, synchronize
+    synchronize()
+    host = np.empty(tuple(cai["shape"]), dtype=np.dtype(cai["typestr"]))
+    if host.nbytes and cai["data"][0]:
+        check(api().cuMemcpyDtoH(host.ctypes.data, cai["data"][0], host.nbytes), "copying to the host")
+    return host
+
+
+def _describe(a) -> str:
+    mod = type(a).__module__.split(".")[0]
+    return {"cupy": "CuPy array", "torch": "PyTorch tensor"}.get(mod, type(a).__name__)
+
+
+def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
+    """Write what the helper process launches into ``directory``: the binary (exact bytes),
+    ``spec.json`` and the arguments.  Returns notes for the user (device arrays copied)."""
+    import numpy as np
+    r = kernel.result
+    binary = bytes(r.binary) if not isinstance(r.binary, str) else r.binary.encode()
+    if len(args) != len(kernel.params):
+        raise ArgumentError(f"{kernel.name}() takes {len(kernel.params)} argument"
+                            f"{'s' * (len(kernel.params) != 1)} "
+                            f"({', '.join(str(p) for p in kernel.params)}), got {len(args)}")
+    notes: list[str] = []
+    encoded = []
+    for i, (p, a) in enumerate(zip(kernel.params, args)):
+        if a is None:
+            encoded.append({"kind": "null"})
+            continue
+        if (hasattr(a, "__cuda_array_interface__") or type(a).__module__.split(".")[0] == "torch"):
+            if type(a).__module__.split(".")[0] == "torch" and not getattr(a, "is_cuda", True):
+                a = a.detach().numpy()
+            else:
+                try:
+                    a = _host_copy(a)
+                except Exception as exc:
+                    raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': the {_describe(a)} "
+                                        f"could not be copied to the host for the helper process "
+                                        f"({clip(str(exc), 200)}); pass a NumPy array") from None
+                notes.append(f"'{p.name}': the {_describe(args[i])} was copied to the host for the "
+                             f"helper process; the kernel ran on that copy, your array is unchanged")
+        if isinstance(a, np.ndarray):
+            if a.dtype.hasobject:
+                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': an object array "
+                                    f"cannot cross to the helper process")
+            name = f"arg{i}.npy"
+            np.save(os.path.join(directory, name), np.ascontiguousarray(a) if a.flags.c_contiguous
+                    or not a.size else a, allow_pickle=False)
+            encoded.append({"kind": "array", "file": name})
+        elif isinstance(a, (bytes, bytearray, memoryview)) or (
+                hasattr(a, "dtype") and getattr(a.dtype, "names", None) is not None):
+            data = a.tobytes() if hasattr(a, "tobytes") else bytes(a)
+            encoded.append({"kind": "bytes", "hex": data.hex()})
+        elif isinstance(a, (bool, int, float, str)):
+            encoded.append({"kind": "value", "value": a})
+        elif type(a).__module__ == "numpy" and hasattr(a, "item"):     # a NumPy scalar
+            encoded.append({"kind": "value", "value": a.item()})
+        else:
+            raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': the helper process takes "
+                                f"NumPy arrays, device arrays (copied), numbers, bytes or None, not "
+                                f"{type(a).__name__}")
+    spec = {"version": launcher.VERSION, "kernel": kernel.name, "symbol": _symbol(kernel),
+            "format": r.format, "arch": r.arch, "sha256": hashlib.sha256(binary).hexdigest(),
+            "params": [dataclasses.asdict(p) for p in kernel.params],
+            "dims": list(dims), "shared": int(shared), "args": encoded}
+    with open(os.path.join(directory, launcher.BINARY[r.format]), "wb") as f:
+        f.write(binary)
+    source = getattr(r, "source", "") or ""
+    with open(os.path.join(directory, "cell.cu"), "w", encoding="utf-8") as f:
+        f.write(source)
+    with open(os.path.join(directory, launcher.SPEC), "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    return notes
+
+
+def _child(directory: str) -> tuple[list[str], dict]:
+    """argv and environment of the helper process (this Python, this cuda_magic)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env[launcher.CHILD_ENV] = "1"
+    return [sys.executable, "-m", "cuda_magic.runtime.launcher", directory], env
+
+
+def _need_gpu(kernel, what: str) -> None:
+    from ..compile.arch import detect_arch
+    from .driver import lost
+    check_arch = getattr(kernel, "_check_arch", None)
+    if check_arch is not None:
+        check_arch()            # an arch list without a build for this GPU: the launch's error
+    if lost() is None and detect_arch() is None:     # after a fault there was a GPU: go on
+        raise NoGPUError(f"{kernel.name}.{what}() needs a GPU: it runs the launch on one under "
+                         f"{'Nsight Compute' if what == 'profile' else 'compute-sanitizer'}, and "
+                         f"there is no NVIDIA GPU and driver here", "NO_DEVICE")
+
+
+def _dims_text(dims) -> str:
+    def one(t):
+        t = tuple(t)
+        while len(t) > 1 and t[-1] == 1:
+            t = t[:-1]
+        return str(t[0]) if len(t) == 1 else str(t)
+    return f"{one(dims[:3])}, {one(dims[3:])}"
+
+
+def _run(argv: list[str], env: dict, what: str, timeout: float) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ToolRunError(f"{what} did not finish in {timeout:.0f} s") from None
+    except OSError as exc:
+        raise ToolRunError(f"{what} could not start: {exc}") from None
+
+
+def _child_result(directory: str) -> dict | None:
+    try:
+        with open(os.path.join(directory, launcher.RESULT), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------------- Nsight Compute
+
+_reports = {"dir": None, "n": 0}
+_reports_lock = threading.Lock()
+
+
+def report_dir() -> str:
+    """The directory this session keeps its ``.ncu-rep`` files in (made on first use; kept, so
+    the Nsight Compute GUI can open them: ``ncu-ui PATH``)."""
+    with _reports_lock:
+        if _reports["dir"] is None or not os.path.isdir(_reports["dir"]):
+            _reports["dir"] = tempfile.mkdtemp(prefix="cuda-magic-ncu-")
+        return _reports["dir"]
+
+
+def _report_path(name: str) -> str:
+    d = report_dir()
+    with _reports_lock:
+        _reports["n"] += 1
+        n = _reports["n"]
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:60] or "kernel"
+    return os.path.join(d, f"{safe}-{n}.ncu-rep")
+
+
+# The sections every profile collects (besides ``set``), and the metrics read by name.
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats",
+            "SourceCounters")
+
+
+def profile(kernel, dims, shared: int, args, *, metrics=None, set: str = "default",
+            clock_control: str = "base", timeout: float = _TIMEOUT_S) -> "reports.Profile":
+    """Run one launch of ``kernel`` under Nsight Compute; a :class:`~.reports.Profile`."""
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    if metrics is not None and not all(isinstance(m, str) and re.fullmatch(r"[\w.:-]+", m)
+                                       for m in metrics):
+        raise ArgumentError("metrics: a list of Nsight Compute metric names "
+                            "(ncu --query-metrics lists them)")
+    if not isinstance(set, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", set):
+        raise ArgumentError(f"set={set!r}: a Nsight Compute section set (ncu --list-sets: basic, "
+                            f"detailed, full, ...), or 'default'")
+    if clock_control not in ("base", "none"):
+        raise ArgumentError(f"clock_control={clock_control!r}: 'base' (ncu's default: clocks "
+                            f"locked to base) or 'none' (the clocks the GPU picks)")
+    _need_gpu(kernel, "profile")
+    ncu = find_tool("ncu")
+    symbol = _symbol(kernel)
+    rep = _report_path(kernel.name)
+    want = list(dict.fromkeys([*reports.METRICS, *(metrics or ())]))
+    with tempfile.TemporaryDirectory(prefix="cuda-magic-tool-") as tmp:
+        notes = write_spec(kernel, dims, shared, args, tmp)
+        child, env = _child(tmp)
+        argv = [ncu, "--target-processes", "all", "--kernel-name-base", "mangled",
+                "--kernel-name", symbol, "--launch-count", "1", "--clock-control", clock_control,
+                "--export", rep, "--force-overwrite"]
+        if set != "default":
+            argv += ["--set", set]
+        for s in SECTIONS:
+            argv += ["--section", s]
+        argv += ["--metrics", ",".join(want), *child]
+        proc = _run(argv, env, "ncu", timeout)
+        result = _child_result(tmp)
+    out = proc.stdout + proc.stderr
+    _ncu_errors(out, kernel, result, rep)
+    raw = _ncu_import(ncu, rep, ["--page", "raw", "--csv"], timeout)
+    pages = {}
+    for page, extra in (("source", ["--print-source", "sass"]), ("details", [])):
+        try:
+            pages[page] = _ncu_import(ncu, rep, ["--page", page, "--csv", *extra], timeout)
+        except ToolRunError as exc:
+            pages[page] = ""
+            notes.append(f"ncu's {page} page is unavailable: {exc}")
+    p = reports.parse_profile(raw, pages["source"], pages["details"], kernel=kernel.name,
+                              symbol=symbol, report=rep, dims=tuple(dims), notes=notes, set=set,
+                              metrics=tuple(metrics or ()), clock_control=clock_control)
+    p.tool_version = _version(ncu)
+    rows, note = line_rows(kernel.result, symbol, len(p.instructions))
+    return reports.assign_lines(p, rows, getattr(kernel.result, "source", "") or "", note)
+
+
+def _version(tool: str) -> str:
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return os.path.basename(tool)
+    m = re.search(r"Version\s+(\S+)", out)
+    name = "Nsight Compute" if os.path.basename(tool).startswith("ncu") else "compute-sanitizer"
+    return f"{name} {m.group(1)}" if m else name
+
+
+def line_rows(result, symbol: str, instructions: int | None = None):
+    """``(rows, note)``: the kernel's line table (``(offset, file, line)``) and where it came from:
+    the running binary's ``-lineinfo``, or an inspection build with ``-lineinfo`` appended whose
+    machine code is byte for byte the running one's.  ``rows`` is None when no line can be
+    trusted; the note then says to add ``-lineinfo``."""
+    from ..compile import binary as _binary
+    from ..inspect.disasm import cubin, machine_code
+    from ..inspect.lines import inspection_build
+    add = ('add -lineinfo to see cell lines (%%cuda --nvrtc+ "-lineinfo", or a //| nvrtc+: '
+           '[-lineinfo] header)')
+    try:
+        running = cubin(machine_code(result))
+    except Exception as exc:           # a PTX build whose cubin cannot be made here
+        return None, f"no cell lines: {clip(str(exc), 200)}"
+    if running is None:
+        return None, "no cell lines: this build has no cubin to read a line table from"
+    caveat = ""
+    if result.format == "ptx":
+        caveat = " (of a cubin built from the same config: the driver compiled this PTX itself)"
+        size = len(_binary.kernel_code(running).get(symbol, b"")) // 16
+        if instructions is not None and instructions != size:
+            return None, (f"no cell lines: the driver's code for this PTX ({instructions} "
+                          f"instructions) is not the cubin's ({size}); compile to cubin")
+    rows = _binary.line_table(running).get(symbol)
+    if rows:
+        return rows, "cell lines from the binary's line info (-lineinfo)" + caveat
+    try:
+        seen = inspection_build(result)
+        elf = cubin(seen)
+    except Exception as exc:
+        return None, f"no cell lines: the build has no line info and a build with -lineinfo " \
+                     f"failed ({clip(str(exc), 200)}); {add}"
+    if elf is None or _binary.kernel_code(elf).get(symbol) != _binary.kernel_code(running).get(symbol):
+        return None, (f"no cell lines: the build has no line info, and with -lineinfo added the "
+                      f"machine code differs; {add}")
+    rows = _binary.line_table(elf).get(symbol)
+    if not rows:
+        return None, f"no cell lines: {add}"
+    return rows, ("cell lines from an inspection build with -lineinfo added, whose machine code "
+                  "is the same as the running binary's" + caveat)
+
+
+def _ncu_errors(out: str, kernel, result: dict | None, rep: str) -> None:
+    if "ERR_NVGPUCTRPERM" in out:
+        raise ProfilerPermissionError(
+            "ncu: ERR_NVGPUCTRPERM: this user may not read the GPU's performance counters. "
+            "Run as root, or let every user profile: set the NVIDIA driver option "
+            "NVreg_RestrictProfilingToAdminUsers=0 (a line 'options nvidia "
+            "NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d/, then reload the driver or "
+            "reboot; in a container, run it with --cap-add=SYS_ADMIN). "
+            "See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    if result is not None and not result.get("ok"):
+        raise ToolRunError(f"the launch under ncu failed: {clip(result.get('message', ''), 600)}"
+                           f"{_try_check(kernel, result)}")
+    if not os.path.exists(rep):
+        errors = [ln for ln in out.splitlines() if "==ERROR==" in ln or "==WARNING==" in ln
+                  or "launcher:" in ln or "Error" in ln]
+        said = clip("\n".join(errors[-8:]) or out.strip()[-800:], 1200)
+        if "No kernels were profiled" in out:
+            said = f"ncu profiled no kernel named {kernel.symbol or kernel.name}\n{said}"
+        raise ToolRunError(f"ncu wrote no report for {kernel.name}:\n{said}")
+
+
+def _try_check(kernel, result: dict) -> str:
+    if result.get("error") in reports.FAULTS:
+        return f"\nTo find where: {kernel.name}.check(...) with the same launch"
+    return ""
+
+
+def _ncu_import(ncu: str, rep: str, options: list[str], timeout: float) -> str:
+    proc = _run([ncu, "--import", rep, *options], dict(os.environ), "ncu --import", timeout)
+    if proc.returncode != 0:
+        raise ToolRunError(f"ncu --import {' '.join(options)} failed ({proc.returncode}): "
+                           f"{clip(proc.stderr.strip() or proc.stdout.strip(), 600)}")
+    return proc.stdout
+
+
+# ------------------------------------------------------------------------- compute-sanitizer
+
+def check(kernel, dims, shared: int, args, *, tool: str = "memcheck", print_limit: int = 10,
+          options=(), timeout: float = _TIMEOUT_S) -> "reports.Check":
+    """Run one launch of ``kernel`` under compute-sanitizer; a :class:`~.reports.Check`."""
+    if tool not in SANITIZER_TOOLS:
+        raise ArgumentError(f"tool={tool!r}: one of {', '.join(SANITIZER_TOOLS)}")
+    if isinstance(print_limit, bool) or not isinstance(print_limit, int) or print_limit < 1:
+        raise ArgumentError(f"print_limit={print_limit!r}: the most errors to report, an int >= 1")
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise ArgumentError("options must be a list of compute-sanitizer flags, one flag per item")
+    _need_gpu(kernel, "check")
+    sanitizer = find_tool("compute-sanitizer")
+    symbol = _symbol(kernel)
+    with tempfile.TemporaryDirectory(prefix="cuda-magic-tool-") as tmp:
+        notes = write_spec(kernel, dims, shared, args, tmp)
+        child, env = _child(tmp)
+        argv = [sanitizer, "--tool", tool, "--print-limit", str(print_limit),
+                "--error-exitcode", str(_EXIT_SANITIZER), "--target-processes", "all",
+                "--report-api-errors", "no", "--show-backtrace", "device", *options, *child]
+        proc = _run(argv, env, "compute-sanitizer", timeout)
+        result = _child_result(tmp)
+    out = proc.stdout + proc.stderr
+    if "========= ERROR SUMMARY" not in out and "COMPUTE-SANITIZER" not in out:
+        raise ToolRunError(f"compute-sanitizer failed ({proc.returncode}): "
+                           f"{clip(out.strip()[-800:], 1000)}")
+    c = reports.parse_check(out, tool=tool, kernel=kernel.name, symbol=symbol, dims=tuple(dims),
+                            notes=notes, child=result, exit_code=proc.returncode)
+    c.tool_version = _version(sanitizer)
+    need = any(s.line is None and s.symbol == symbol for f in c.findings for s in f.sites)
+    rows, note = line_rows(kernel.result, symbol) if need else \
+        (None, "cell lines from compute-sanitizer (the binary has line info)" if c.findings else "")
+    return reports.assign_check_lines(c, rows, getattr(kernel.result, "source", "") or "", note)
+
+
+def check_hint(kernel, dims, shared: int = 0) -> str:
+    """The line a fault's message ends with: the exact ``k.check(...)`` call to find where."""
+    if os.environ.get(launcher.CHILD_ENV):
+        return ""
+    names = ", ".join(p.name or f"arg{i}" for i, p in enumerate(kernel.params))
+    extra = f", shared_mem={shared}" if shared else ""
+    call = f"{kernel.name}.check({_dims_text(dims)}{', ' if names else ''}{names}{extra})"
+    return (f"\nTo find the faulting line, block and thread, run the same launch under "
+            f"compute-sanitizer (in a helper process, with NumPy arguments): {call}")
+
+
+def add_check_hint(exc, kernel, dims, shared: int = 0):
+    """``exc`` (a CudaError from waiting for ``kernel``) with :func:`check_hint` appended when
+    it is a fault that compute-sanitizer can place (illegal address and the like)."""
+    if getattr(exc, "name", "") in reports.FAULTS and exc.args:
+        hint = check_hint(kernel, dims, shared)
+        if hint and hint not in str(exc.args[0]):
+            exc.args = (str(exc.args[0]) + hint, *exc.args[1:])
+    return exc

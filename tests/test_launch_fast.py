@@ -1,0 +1,274 @@
+"""The launch fast path on the CPU: a stub driver (benchmarks/fake_driver.py) and arrays that read
+like CuPy's and PyTorch's.  Nothing about time: that repeat launches take the plan, and that every
+check still raises, the first launch and the hundredth alike."""
+
+import ctypes
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from cuda_magic.cell import build, line_config
+from cuda_magic.runtime import ArgumentError, ArgumentRangeError, CudaError, driver
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
+import fake_driver as fd  # noqa: E402
+
+SCALE = r'''
+extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * a;
+}
+'''
+
+
+@pytest.fixture
+def fake():
+    f = fd.install(counting=True)
+    yield f
+    fd.uninstall(f)
+
+
+@pytest.fixture(scope="module")
+def module():
+    return build(SCALE, line_config(arch="sm_90"))
+
+
+def scale_kernel(fake, module):
+    """A fresh, loaded Kernel over the compiled cell, whose launches run y = a * x on host memory."""
+    from cuda_magic.runtime import Kernel
+    proto = module.scale
+    k = Kernel(proto.name, proto.params, proto.result, proto.symbol, False)
+    fake.register(k)
+
+    def run(symbol, dims, params):
+        slot = [ctypes.c_void_p.from_address(params + 8 * i).value for i in range(4)]
+        px, py = (ctypes.c_uint64.from_address(s).value for s in slot[:2])
+        a = ctypes.c_float.from_address(slot[2]).value
+        n = ctypes.c_int32.from_address(slot[3]).value
+        x = np.ctypeslib.as_array((ctypes.c_float * n).from_address(px))
+        y = np.ctypeslib.as_array((ctypes.c_float * n).from_address(py))
+        y[:] = a * x
+        return 0
+    fake.on_launch = run
+    return k.load()
+
+
+def host(n=64, dtype="float32"):
+    return np.arange(n, dtype=dtype)
+
+
+def cupy_like(h, **kw):
+    return fd.FakeCupy(h.ctypes.data, h.dtype.name, h.shape, **kw)
+
+
+def torch_like(h, **kw):
+    return fd.FakeTorch(h.ctypes.data, h.dtype.name, h.shape, **kw)
+
+
+@pytest.mark.parametrize("like", [cupy_like, torch_like])
+def test_repeat_launches_take_the_plan(fake, module, like):
+    k = scale_kernel(fake, module)
+    hx, hy = host(), np.zeros(64, np.float32)
+    x, y = like(hx), like(hy)
+    packer = k._bound[2]
+    assert k[1, 64] is k[1, 64]                 # one launcher per configuration
+    for i in range(100):
+        k[1, 64](x, y, float(i), 64)
+    assert fake.launches == 100
+    assert packer.full_checks == 2              # x and y, checked in full once
+    np.testing.assert_array_equal(hy, 99 * hx)
+    hx2 = host() + 1                            # another array of the same type and dtype: quick
+    k[1, 64](like(hx2), y, 2.0, 64)
+    assert packer.full_checks == 2
+    np.testing.assert_array_equal(hy, 2 * hx2)  # its pointer, read at this launch
+
+
+def bad_launches(like):
+    """(name, launch(k), expected error type, message pattern) for every check."""
+    hx, hy = host(), np.zeros(64, np.float32)
+    x, y = like(hx), like(hy)
+    f64 = like(host(dtype="float64"))
+    strided = like(hy, contiguous=False)
+    freed = like(host())
+    (freed.data.mem if hasattr(freed, "data") and freed.data is not None else freed).free()
+    return [
+        ("dtype", lambda k: k[1, 64](f64, y, 1.0, 64), ArgumentError, r"parameter 'x'.*float64"),
+        ("contiguity", lambda k: k[1, 64](x, strided, 1.0, 64), ArgumentError,
+         r"parameter 'y'.*not (C-)?contiguous"),
+        ("count", lambda k: k[1, 64](x, y, 1.0), ArgumentError, r"scale\(\) takes 4 arguments"),
+        ("range", lambda k: k[1, 64](x, y, 1.0, 2**31), ArgumentRangeError,
+         r"parameter 'n'.*out of range for int"),
+        ("scalar type", lambda k: k[1, 64](x, y, 1.0, 4.0), ArgumentError,
+         r"parameter 'n'.*expected an integer"),
+        ("freed", lambda k: k[1, 64](freed, y, 1.0, 64), ArgumentError,
+         r"parameter 'x'.*memory was freed"),
+        ("pointer", lambda k: k[1, 64](1.5, y, 1.0, 64), ArgumentError, r"parameter 'x'.*is a pointer"),
+    ], (x, y)
+
+
+@pytest.mark.parametrize("like", [cupy_like, torch_like])
+def test_the_first_and_the_hundredth_launch_raise_the_same(fake, module, like):
+    cases, (x, y) = bad_launches(like)
+    for name, bad, exc, pattern in cases:
+        first = scale_kernel(fake, module)         # a fresh kernel: this is its first launch
+        with pytest.raises(exc, match=pattern) as one:
+            bad(first)
+        warm = scale_kernel(fake, module)
+        for _ in range(100):
+            warm[1, 64](x, y, 1.0, 64)
+        with pytest.raises(exc, match=pattern) as hundredth:
+            bad(warm)
+        assert (type(one.value), str(one.value)) == (type(hundredth.value), str(hundredth.value)), name
+        warm[1, 64](x, y, 1.0, 64)                 # and the launcher still works after
+
+
+@pytest.mark.parametrize("like", [cupy_like, torch_like])
+def test_what_changes_on_the_same_array_is_checked_per_launch(fake, module, like):
+    k = scale_kernel(fake, module)
+    hx, hy = host(), np.zeros(64, np.float32)
+    x, y = like(hx), like(hy)
+    for _ in range(10):
+        k[1, 64](x, y, 1.0, 64)
+    if like is cupy_like:
+        x._c_contiguous = False                    # the same object, no longer contiguous
+        with pytest.raises(ArgumentError, match="parameter 'x'.*not C-contiguous"):
+            k[1, 64](x, y, 1.0, 64)
+        x._c_contiguous = True
+        x.dtype = np.dtype("float64")              # the same object, another dtype
+        with pytest.raises(ArgumentError, match="parameter 'x'.*float64"):
+            k[1, 64](x, y, 1.0, 64)
+        x.dtype = np.dtype("float32")
+        k[1, 64](x, y, 1.0, 64)
+        x.data.mem.free()
+    else:
+        x._contiguous = False
+        with pytest.raises(ArgumentError, match="parameter 'x'.*not contiguous"):
+            k[1, 64](x, y, 1.0, 64)
+        x._contiguous = True
+        x.dtype = fd.TORCH_DTYPES["float64"]
+        with pytest.raises(ArgumentError, match="parameter 'x'.*float64"):
+            k[1, 64](x, y, 1.0, 64)
+        x.dtype = fd.TORCH_DTYPES["float32"]
+        x.is_cuda = False
+        with pytest.raises(ArgumentError, match="parameter 'x'.*CPU"):
+            k[1, 64](x, y, 1.0, 64)
+        x.is_cuda = True
+        k[1, 64](x, y, 1.0, 64)
+        x.free()
+    with pytest.raises(ArgumentError, match="parameter 'x'.*memory was freed"):
+        k[1, 64](x, y, 1.0, 64)
+
+
+def test_a_changed_dtype_between_launches_raises(fake, module):
+    k = scale_kernel(fake, module)
+    y = cupy_like(np.zeros(64, np.float32))
+    for dtype in ("float32", "float64", "float32", "int32"):
+        x = cupy_like(host(dtype=dtype))
+        if dtype == "float32":
+            k[1, 64](x, y, 1.0, 64)
+        else:
+            with pytest.raises(ArgumentError, match=f"parameter 'x'.*{dtype}"):
+                k[1, 64](x, y, 1.0, 64)
+
+
+class Interface:
+    """An object with __cuda_array_interface__ (as Numba's device arrays): read per launch."""
+
+    def __init__(self, h):
+        self.h = h
+
+    @property
+    def __cuda_array_interface__(self):
+        h = self.h
+        return {"data": (h.ctypes.data, False), "typestr": h.dtype.str, "shape": h.shape,
+                "strides": None, "version": 3}
+
+
+def test_cuda_array_interface_is_read_per_launch(fake, module):
+    k = scale_kernel(fake, module)
+    packer = k._bound[2]
+    hy = np.zeros(64, np.float32)
+    x, y = Interface(host()), Interface(hy)
+    k[1, 64](x, y, 1.0, 64)
+    checks = packer.full_checks
+    x.h = host() * 3                               # the same object, another pointer
+    k[1, 64](x, y, 2.0, 64)
+    assert packer.full_checks == checks            # a (typestr, shape, strides) seen before
+    np.testing.assert_array_equal(hy, 6 * host())
+    x.h = host(dtype="float64")
+    with pytest.raises(ArgumentError, match="parameter 'x'.*float64"):
+        k[1, 64](x, y, 1.0, 64)
+    x.h = host().reshape(8, 8)[:, ::2].copy().reshape(-1)  # a new (shape): checked in full, passes
+    k[1, 32](x, y, 1.0, 32)
+    assert packer.full_checks == checks + 3
+
+
+def test_numpy_arrays_are_still_copied_back(fake, module):
+    k = scale_kernel(fake, module)
+    x, y = cupy_like(host()), cupy_like(np.zeros(64, np.float32))
+    for _ in range(100):
+        k[1, 64](x, y, 1.0, 64)
+    hx, hy = host(), np.zeros(64, np.float32)
+    k[1, 64](hx, hy, 3.0, 64)
+    np.testing.assert_array_equal(hy, 3 * hx)
+    assert not fake.memory                         # staged copies freed
+
+
+def test_isolated_and_lost_launches_leave_the_fast_path(fake, module, monkeypatch):
+    from cuda_magic.runtime import worker
+    k = scale_kernel(fake, module)
+    x, y = cupy_like(host()), cupy_like(np.zeros(64, np.float32))
+    for _ in range(3):
+        k[1, 64](x, y, 1.0, 64)
+    calls = []
+    monkeypatch.setattr(worker, "call", lambda kernel, what, *a: calls.append(what))
+    driver._state["isolated"] = True
+    k[1, 64](x, y, 1.0, 64)
+    driver._state["isolated"] = False
+    driver._state["lost"] = "a fault"
+    k[1, 64](x, y, 1.0, 64)
+    driver._state["lost"] = None
+    assert calls == ["run", "run"] and fake.launches == 3
+
+
+def test_launch_errors_and_a_new_thread_context(fake, module):
+    k = scale_kernel(fake, module)
+    x, y = cupy_like(host()), cupy_like(np.zeros(64, np.float32))
+    k[1, 64](x, y, 1.0, 64)
+    run, answers = fake.on_launch, [201]            # CUDA_ERROR_INVALID_CONTEXT once: retried
+
+    def flaky(*a):
+        return answers.pop() if answers else run(*a)
+    fake.on_launch = flaky
+    k[1, 64](x, y, 1.0, 64)
+    assert fake.launches == 3
+    fake.on_launch = lambda *a: 700
+    with pytest.raises(CudaError, match=r"launching scale\[grid=\(1, 1, 1\).*ILLEGAL_ADDRESS") as info:
+        k[1, 64](x, y, 1.0, 64)
+    assert info.value.name == "CUDA_ERROR_ILLEGAL_ADDRESS" and driver.lost()
+
+
+def test_the_plan_follows_the_kind_of_array_and_stops_rewriting_itself(fake, module):
+    k = scale_kernel(fake, module)
+    packer = k._bound[2]
+    hx, hy = host(), np.zeros(64, np.float32)
+    k[1, 64](cupy_like(hx), cupy_like(hy), 1.0, 64)
+    assert packer.compiles == 2                    # written when asked, again after the first pack
+    for i in range(40):                            # CuPy and torch in turn, None for x now and then
+        like = (cupy_like, torch_like)[i % 2]
+        k[1, 64](like(hx), like(hy), float(i), 64)
+        np.testing.assert_array_equal(hy, i * hx)
+    assert packer.compiles <= 18                   # then the plan calls the quick checks instead
+    checks = packer.full_checks
+    for i in range(4):
+        like = (cupy_like, torch_like)[i % 2]
+        k[1, 64](like(hx), like(hy), 2.0, 64)
+    assert packer.full_checks == checks + 8        # type changes go the full way, and pass
+    k2 = scale_kernel(fake, module)
+    k2[1, 64](None, cupy_like(hy), 1.0, 0)         # a null pointer is a value the plan knows too
+    checks = k2._bound[2].full_checks
+    k2[1, 64](None, cupy_like(hy), 1.0, 0)
+    assert k2._bound[2].full_checks == checks

@@ -35,36 +35,18 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import cuda_magic  # noqa: E402
+from common import BIG  # noqa: E402
 from cuda_magic.cell import build  # noqa: E402
 
+# copy, plus common.BIG's saxpy and block_sum (called "reduction" in the tables), without its //|
 CELL = r'''
 extern "C" __global__ void copy(const float* __restrict__ x, float* __restrict__ y, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = x[i];
 }
-
-extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        y[i] = a * x[i] + y[i];
-}
-
-extern "C" __global__ void reduction(const float* __restrict__ x, float* __restrict__ out, int n)
-{
-    __shared__ float part[256];
-    float s = 0.f;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        s += x[i];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-        if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) atomicAdd(out, part[0]);
-}
-'''
+''' + "\n".join(line for line in BIG.replace("block_sum", "reduction").splitlines()
+                if not line.startswith("//|"))
 
 
 def main() -> int:

@@ -562,8 +562,32 @@ def _warm(drv, step, s, warmup: int | None, event) -> int:
 
 # ---- the result -------------------------------------------------------------------------------
 
+class _Shown:
+    """Text and HTML views from :mod:`cuda_magic.display.timing` (``text``/``html``, or
+    ``history_text``/``history_html`` with ``_VIEW = "history"``)."""
+
+    _VIEW = ""
+
+    def text(self) -> str:
+        from ..display import timing
+        return getattr(timing, f"{self._VIEW}_text" if self._VIEW else "text")(self)
+
+    def html(self) -> str:
+        from ..display import timing
+        return getattr(timing, f"{self._VIEW}_html" if self._VIEW else "html")(self)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+
 @dataclass(repr=False)
-class Timing:
+class Timing(_Shown):
     """One ``bench``: per-launch times in milliseconds (CUDA events) and what they mean.
 
     ``samples_ms`` holds one time per timed repetition, per launch (in graph mode the
@@ -708,24 +732,6 @@ class Timing:
                  gbps_of_peak=self.gbps_of_peak, tflops_of_peak=self.tflops_of_peak)
         return d
 
-    # -- views (cuda_magic.display.timing) ---------------------------------------------------
-    def text(self) -> str:
-        from ..display import timing
-        return timing.text(self)
-
-    def html(self) -> str:
-        from ..display import timing
-        return timing.html(self)
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
 
 BenchResult = Timing       # the name bench's result had before Timing
 
@@ -836,7 +842,7 @@ def marks(runs: Sequence[Timing]) -> list[Mark]:
     return out
 
 
-class History:
+class History(_Shown):
     """A kernel's timings in this session, with regressions and improvements marked."""
 
     def __init__(self, kernel: str, runs: Sequence[Timing]):
@@ -865,19 +871,4 @@ class History:
     def improvements(self) -> list[int]:
         return [i for i, m in enumerate(self.marks) if m.kind == "improvement"]
 
-    def text(self) -> str:
-        from ..display import timing
-        return timing.history_text(self)
-
-    def html(self) -> str:
-        from ..display import timing
-        return timing.history_html(self)
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
-
-    def _repr_html_(self) -> str:
-        return self.html()
+    _VIEW = "history"

@@ -27,8 +27,12 @@ default stream for everyone:
   2. Call forms (--skip-forms leaves it out): the bare driver call behind a
      launch, the empty kernel, per launch: cuda.bindings' cuLaunchKernel with a
      CUkernel or a CUfunction, the stream as int 0 or a CUstream, kernelParams
-     as an int address or as a (values, types) tuple; libcuda's cuLaunchKernel
-     through ctypes.  No goal: it says which form the runtime should use.
+     as an int address or as a (values, types) tuple; cuLaunchKernelEx with a config
+     built once; cuda.core's launch on a Kernel made from our CUkernel
+     (Kernel.from_handle), the pointer as an int; CuPy's cupy.cuda.driver.launchKernel,
+     every argument an int (what the launch plan calls when CuPy is loaded);
+     libcuda's cuLaunchKernel through ctypes.  No goal: it says which form the
+     runtime should use.
   3. Bandwidth: a grid-stride float4 copy of a 4 GiB buffer into another
      through k[...] vs the same cubin loaded with cuLibraryLoadData and
      launched with cuLaunchKernel (parameters packed by hand with ctypes).
@@ -37,10 +41,12 @@ default stream for everyone:
      goal: ours / raw >= 0.97.
 
 --fake-driver: no GPU needed.  driver.api() is replaced by a stub whose
-cuLaunchKernel does nothing (benchmarks/fake_driver.py) and the arrays by
-objects that read like CuPy's and PyTorch's; it prints µs per launch of our
-Python path (the launch path's own cost, the stub's call included) for the
-same four cases.  --profile adds a cProfile of 20000 launches of each.
+cuLaunchKernel does nothing (benchmarks/fake_driver.py), CuPy's launchKernel
+(which the plan calls where CuPy is loaded, as in the GPU run) by a stub too,
+and the arrays by objects that read like CuPy's and PyTorch's; it prints µs
+per launch of our Python path (the launch path's own cost, the stub's call
+included) for the same four cases.  --profile adds a cProfile of 20000
+launches of each.
 """
 
 from __future__ import annotations
@@ -154,10 +160,20 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
     print(f"streams: ours 0 (legacy default), cuda.core {type(stream).__name__} handle "
           f"{int(stream.handle)}, CuPy current stream {cp.cuda.get_current_stream().ptr} "
           f"(0 = legacy default)")
+    from cuda_magic.runtime import Kernel, kernel as kmod
     rows = []
     for name, src, grid, block in CASES:
         m = build(src, line_config(arch=arch))
         k = m[name].load()
+        # the same kernel again, its plan ending in cuda.bindings' cuLaunchKernel, as in a
+        # process without CuPy (ours ends in CuPy's launchKernel, CuPy being loaded here)
+        proto = m[name]
+        kb = Kernel(proto.name, proto.params, proto.result, proto.symbol, False).load()
+        saved, kmod.PLAN_LAUNCH = kmod.PLAN_LAUNCH, "bindings"
+        try:
+            kb[grid, block]                 # its plan is written now
+        finally:
+            kmod.PLAN_LAUNCH = saved
         cubin = m.result.binary
         cc_kernel = ObjectCode.from_cubin(cubin).get_kernel(name)
         config = LaunchConfig(grid=grid, block=block)
@@ -181,6 +197,10 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
                     for _ in range(count):
                         k[1, BLOCK](x)
 
+                def ours_b(count, k=kb, x=x):
+                    for _ in range(count):
+                        k[1, BLOCK](x)
+
                 def core(count, px=px):
                     for _ in range(count):
                         launch(stream, config, cc_kernel, px)
@@ -194,6 +214,10 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
                     for _ in range(count):
                         k[GRID, BLOCK](x, y, a, n)
 
+                def ours_b(count, k=kb, x=x, y=y):
+                    for _ in range(count):
+                        k[GRID, BLOCK](x, y, a, n)
+
                 def core(count, px=px, py=py):
                     for _ in range(count):
                         launch(stream, config, cc_kernel, px, py, np.float32(a), np.int32(n))
@@ -204,7 +228,7 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
 
                 def check(y=y, x=x):
                     return bool((y == a * x).all())
-            contenders = {"ours": ours, "cuda.core": core, "CuPy": cupy}
+            contenders = {"ours": ours, "ours, cuLaunchKernel": ours_b, "cuda.core": core, "CuPy": cupy}
             for who, loop in contenders.items():    # each one right once, then warm
                 y.fill_(0) if kind == "torch" else y.fill(0)
                 loop(1)
@@ -219,11 +243,17 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
             label = f"{name}, {kind} {'arrays' if kind == 'CuPy' else 'tensors'}"
             if how:
                 print(f"{label}:{how}")
+            print(f"{label}: our plan ends in {k._bound[2].via!r} (the second, "
+                  f"{kb._bound[2].via!r})")
             rows.append((f"{label} vs CuPy", f"{med['ours']:.2f} µs", f"{med['CuPy']:.2f} µs",
                          med["ours"] / med["CuPy"], "<= 1.00", med["ours"] / med["CuPy"] <= 1.0))
             rows.append((f"{label} vs cuda.core", f"{med['ours']:.2f} µs",
                          f"{med['cuda.core']:.2f} µs", med["ours"] / med["cuda.core"], "<= 1.15",
                          med["ours"] / med["cuda.core"] <= 1.15))
+            ob = med["ours, cuLaunchKernel"]
+            for base in ("CuPy", "cuda.core"):   # no goal: what a process without CuPy gets
+                rows.append((f"  via cuLaunchKernel vs {base}", f"{ob:.2f} µs",
+                             f"{med[base]:.2f} µs", ob / med[base], "-", None))
 
     # ours with NumPy arrays (copies + a synchronize per launch): no baseline
     k = build(SCALE, line_config(arch=arch))["scale"]
@@ -268,6 +298,15 @@ def call_forms(cp, arch: str, launches: int, repeat: int) -> None:
     raw.restype = ctypes.c_int
     hk, hf, hp = ctypes.c_void_p(int(kernel)), ctypes.c_void_p(int(func)), ctypes.c_void_p(addr)
     pre_k = (kernel, 1, 1, 1, BLOCK, 1, 1, 0, s0, addr, 0)
+    cfg = cu.CUlaunchConfig()                  # cuLaunchKernelEx's config, built once
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = 1, 1, 1
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = BLOCK, 1, 1
+    cfg.sharedMemBytes, cfg.hStream, cfg.numAttrs = 0, s0, 0
+    launch_ex = cu.cuLaunchKernelEx
+    cc, _, LaunchConfig, _, cc_launch = cuda_core_api()   # cuda.core over our CUkernel, as the plan
+    cc_kernel = cc.Kernel.from_handle(int(kernel))
+    cc_stream, cc_config, ptr = cc.Stream.from_handle(0), LaunchConfig(grid=1, block=BLOCK), x.data.ptr
+    cupy_launch, ifunc = cp.cuda.driver.launchKernel, int(func)    # what the plan calls with CuPy
 
     def loop_of(call):
         def loop(count):
@@ -279,6 +318,9 @@ def call_forms(cp, arch: str, launches: int, repeat: int) -> None:
         "bindings: CUkernel, CUstream, params int": lambda: launch(kernel, 1, 1, 1, BLOCK, 1, 1, 0, s0, addr, 0),
         "bindings: as above, one prebuilt *tuple": lambda: launch(*pre_k),
         "bindings: CUfunction, CUstream, params int": lambda: launch(func, 1, 1, 1, BLOCK, 1, 1, 0, s0, addr, 0),
+        "bindings: cuLaunchKernelEx, CUfunction": lambda: launch_ex(cfg, func, addr, 0),
+        "cuda.core launch: our CUkernel, stream 0": lambda: cc_launch(cc_stream, cc_config, cc_kernel, ptr),
+        "CuPy launchKernel: CUfunction, all ints": lambda: cupy_launch(ifunc, 1, 1, 1, BLOCK, 1, 1, 0, 0, addr, 0),
         "bindings: CUkernel, params (values, types)": lambda: launch(
             kernel, 1, 1, 1, BLOCK, 1, 1, 0, s0, ((x.data.ptr,), (ctypes.c_void_p,)), 0),
         "ctypes, argtypes set: CUkernel": lambda: typed(int(kernel), 1, 1, 1, BLOCK, 1, 1, 0, 0, addr, None),
@@ -288,7 +330,7 @@ def call_forms(cp, arch: str, launches: int, repeat: int) -> None:
     sync = cp.cuda.runtime.deviceSynchronize
     for call in forms.values():
         r = call()
-        assert int(r[0] if isinstance(r, tuple) else r) == 0, r
+        assert r is None or int(r[0] if isinstance(r, tuple) else r) == 0, r   # None: raises instead
         loop_of(call)(max(launches // 10, 10))
     times = {name: [] for name in forms}
     for _ in range(repeat):
@@ -370,7 +412,10 @@ def copy_bandwidth(cp, arch: str, gib: float, iters: int) -> list[tuple]:
 
 def fake_driver(launches: int, repeat: int, profile: bool) -> None:
     import fake_driver as fd
-    fake = fd.install()
+    from cuda_magic.runtime import kernel as kmod
+    ints = kmod.PLAN_LAUNCH == "auto"       # as on a GPU with CuPy loaded: CuPy's launchKernel
+    via = "CuPy's launchKernel" if ints else "cuda.bindings' cuLaunchKernel"
+    fake = fd.install(ints=ints)
     try:
         loops = {}
         for name, src, grid, block in CASES:
@@ -407,7 +452,8 @@ def fake_driver(launches: int, repeat: int, profile: bool) -> None:
                 loop(launches)
                 times[name].append((time.perf_counter() - start) / launches * 1e6)
         print(f"fake driver (no GPU): {platform.python_version()}, {os.cpu_count()} CPUs; "
-              f"median of {repeat} rounds of {launches} launches\n")
+              f"median of {repeat} rounds of {launches} launches; the plan ends in a stub of "
+              f"{via}\n")
         print(f"{'k[grid, block](...), Python path':<44}{'µs/launch':>10}")
         print("-" * 54)
         for name, t in times.items():

@@ -142,12 +142,42 @@ class _CountingDriver(FakeDriver):
         return _OK
 
 
-def install(counting: bool = False) -> FakeDriver:
-    """Make ``driver.api()`` the fake (and its context current); returns it."""
+class FakeLaunchError(RuntimeError):
+    """What the stand-in for CuPy's launchKernel raises (CuPy: CUDADriverError)."""
+
+
+def _ints_launch(fake: FakeDriver):
+    """A stand-in for CuPy's ``cupy.cuda.driver.launchKernel`` (``driver.int_launch``): plain ints,
+    raises on an error; for timing it does nothing, as the fake's cuLaunchKernel."""
+    def launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        return None
+    return launch_kernel
+
+
+def _counting_ints_launch(fake: FakeDriver):
+    """As CuPy's, through the fake's cuLaunchKernel, so launches are counted and run."""
+    def launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        for v in (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            if type(v) is not int and not isinstance(v, _Handle):
+                raise TypeError(f"an integer is required, not {type(v).__name__}")
+        err = fake.cuLaunchKernel(_Handle(f), gx, gy, gz, bx, by, bz, shared, stream, params,
+                                  extra)[0]
+        if err:
+            raise FakeLaunchError(f"CUDA_ERROR {int(err)}")
+    return launch_kernel
+
+
+def install(counting: bool = False, ints: bool = False) -> FakeDriver:
+    """Make ``driver.api()`` the fake (and its context current); returns it.  ``ints``: launch
+    plans end in the stand-in for CuPy's launchKernel (as on a GPU with CuPy loaded), else in
+    the fake's cuLaunchKernel."""
     fake = _CountingDriver() if counting else FakeDriver()
-    fake.saved = {k: driver._state.get(k) for k in ("api", "ctx", "device", "lost", "isolated")}
+    fake.saved = {k: driver._state.get(k, False) for k in ("api", "ctx", "device", "lost",
+                                                            "isolated", "int_launch")}
     driver._state.pop("ctx", None)
     driver._state["api"] = fake
+    driver._state["int_launch"] = ((_counting_ints_launch if counting else _ints_launch)(fake)
+                                   if ints else None)
     driver._state["lost"], driver._state["isolated"] = None, False
     driver._local.ready = False
     return fake
@@ -155,7 +185,7 @@ def install(counting: bool = False) -> FakeDriver:
 
 def uninstall(fake: FakeDriver) -> None:
     for k, v in fake.saved.items():
-        if v is None and k in ("api", "ctx", "device"):
+        if v is False and k in ("api", "ctx", "device", "int_launch"):    # absent before
             driver._state.pop(k, None)
         else:
             driver._state[k] = v

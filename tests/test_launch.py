@@ -414,3 +414,38 @@ def test_a_launch_from_a_new_thread(shell):
     assert not errors, errors
     cp.cuda.runtime.deviceSynchronize()
     np.testing.assert_array_equal(cp.asnumpy(y), 3 * np.arange(64, dtype=np.float32))
+
+
+def test_the_plan_calls_cupys_launch_where_cupy_is_loaded(shell, monkeypatch):
+    """With CuPy loaded the plan's last call is CuPy's launchKernel (driver.int_launch), on
+    any array and stream; PLAN_LAUNCH = "bindings" keeps cuda.bindings' cuLaunchKernel.  A
+    launch the driver refuses raises the same CudaError on a warm launcher as on a first."""
+    from cuda_magic.runtime import CudaError, lost, kernel as kmod
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    x, y = cp.arange(1024, dtype=cp.float32), cp.zeros(1024, cp.float32)
+    tx = torch.arange(1024, dtype=torch.float32, device="cuda")
+    ty = torch.zeros_like(tx)
+    s = cp.cuda.Stream(non_blocking=True)
+    for mode, via in (("auto", "cupy"), ("bindings", "bindings")):
+        monkeypatch.setattr(kmod, "PLAN_LAUNCH", mode)
+        k = _fresh_scale(shell)
+        for a in (1.0, 2.0, 3.0):
+            k[4, 256](x, y, a, 1024)
+            k[4, 256](tx, ty, -a, 1024)
+        assert k._bound[2].via == via
+        cp.cuda.runtime.deviceSynchronize()
+        assert bool((y == 3 * x).all()) and torch.equal(ty, -3 * tx)
+        for a in (4.0, 5.0):
+            k[4, 256, 0, s](x, y, a, 1024)
+        s.synchronize()
+        assert bool((y == 5 * x).all())
+        with pytest.raises(CudaError) as warm:
+            k[1, 2048](x, y, 1.0, 1024)             # more threads than a block can have
+        with pytest.raises(CudaError) as first:
+            _fresh_scale(shell)[1, 2048](x, y, 1.0, 1024)
+        assert str(warm.value) == str(first.value) and "block=(2048, 1, 1)" in str(warm.value)
+        assert lost() is None
+        k[4, 256](x, y, 6.0, 1024)                  # and it still launches
+        cp.cuda.runtime.deviceSynchronize()
+        assert bool((y == 6 * x).all())

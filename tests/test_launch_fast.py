@@ -24,9 +24,11 @@ extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
 '''
 
 
-@pytest.fixture
-def fake():
-    f = fd.install(counting=True)
+@pytest.fixture(params=["bindings", "cupy"])
+def fake(request):
+    """The stub driver; the plan ends in its cuLaunchKernel, or in the stand-in for CuPy's
+    launchKernel (what a GPU runs where CuPy is loaded)."""
+    f = fd.install(counting=True, ints=request.param == "cupy")
     yield f
     fd.uninstall(f)
 
@@ -272,3 +274,95 @@ def test_the_plan_follows_the_kind_of_array_and_stops_rewriting_itself(fake, mod
     checks = k2._bound[2].full_checks
     k2[1, 64](None, cupy_like(hy), 1.0, 0)
     assert k2._bound[2].full_checks == checks
+
+
+MORE = r'''
+struct Three { float a, b, c; };
+extern "C" __global__ void three(float* y, Three t) { y[0] = t.a + t.b + t.c; }
+'''
+
+
+def test_which_call_the_plan_ends_in(monkeypatch):
+    """CuPy's launchKernel where CuPy is loaded (driver.int_launch), for every signature;
+    cuda.bindings' cuLaunchKernel without it, or with PLAN_LAUNCH = "bindings"."""
+    from cuda_magic.runtime import Kernel, kernel as kmod
+    cell = build(SCALE + MORE, line_config(arch="sm_90"))
+    got = {}
+    for ints in (True, False):
+        f = fd.install(counting=True, ints=ints)
+        try:
+            for mode in ("auto", "bindings"):
+                monkeypatch.setattr(kmod, "PLAN_LAUNCH", mode)
+                for name, args, check in (
+                        ("scale", (host(), np.zeros(64, np.float32), 2.0, 64), None),
+                        ("three", (np.zeros(1, np.float32), np.array([1, 2, 4], np.float32).tobytes()),
+                         7.0)):
+                    proto = cell[name]
+                    k = Kernel(proto.name, proto.params, proto.result, proto.symbol, False)
+                    f.layouts[proto.symbol] = [(0, 8), (8, 12)] if name == "three" else \
+                        fd.natural_layout(proto.params)
+                    hy = args[1] if name == "scale" else args[0]
+                    x, y = (cupy_like(args[0]), cupy_like(args[1])) if name == "scale" else \
+                        (cupy_like(args[0]), None)
+
+                    def run(symbol, dims, params, name=name, hy=hy):
+                        slot = [ctypes.c_void_p.from_address(params + 8 * i).value for i in range(2)]
+                        py = ctypes.c_uint64.from_address(slot[0 if name == "three" else 1]).value
+                        out = np.ctypeslib.as_array((ctypes.c_float * hy.size).from_address(py))
+                        if name == "three":
+                            out[0] = sum((ctypes.c_float * 3).from_address(slot[1]))
+                        else:
+                            px = ctypes.c_uint64.from_address(slot[0]).value
+                            out[:] = 2 * np.ctypeslib.as_array((ctypes.c_float * hy.size).from_address(px))
+                        return 0
+                    f.on_launch = run
+                    k.load()
+                    before = f.launches
+                    for _ in range(3):
+                        k[1, 1](x, y, 2.0, 64) if name == "scale" else k[1, 1](x, args[1])
+                    assert f.launches == before + 3
+                    got[ints, mode, name] = k._bound[2].via
+                    if name == "scale":
+                        np.testing.assert_array_equal(hy, 2 * args[0])
+                    else:
+                        assert hy[0] == check
+        finally:
+            fd.uninstall(f)
+    assert got == {(True, "auto", "scale"): "cupy", (True, "auto", "three"): "cupy",
+                   (True, "bindings", "scale"): "bindings", (True, "bindings", "three"): "bindings",
+                   (False, "auto", "scale"): "bindings", (False, "auto", "three"): "bindings",
+                   (False, "bindings", "scale"): "bindings", (False, "bindings", "three"): "bindings"}
+
+
+def test_int_launch_is_cupys_only_where_cupy_is_loaded(monkeypatch):
+    import types
+    launch_kernel = object()
+    cupy, cuda = types.ModuleType("cupy"), types.ModuleType("cupy.cuda")
+    cdrv, crt = types.ModuleType("cupy.cuda.driver"), types.ModuleType("cupy.cuda.runtime")
+    cdrv.launchKernel, crt.is_hip = launch_kernel, False
+    cupy.cuda, cuda.driver, cuda.runtime = cuda, cdrv, crt
+    bindings = types.ModuleType("cuda.bindings.driver")
+    monkeypatch.setitem(driver._state, "api", bindings)
+    monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
+
+    def found():
+        driver._state.pop("int_launch", None)
+        return driver.int_launch()
+    try:
+        monkeypatch.delitem(sys.modules, "cupy", raising=False)
+        assert found() is None                          # CuPy not imported: not imported for this
+        for name, mod in (("cupy", cupy), ("cupy.cuda", cuda), ("cupy.cuda.driver", cdrv),
+                          ("cupy.cuda.runtime", crt)):
+            monkeypatch.setitem(sys.modules, name, mod)
+        assert found() is launch_kernel
+        assert driver.int_launch() is launch_kernel     # kept
+        monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "1")
+        assert found() is None                          # stream 0 would mean another stream
+        monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0")
+        crt.is_hip = True
+        assert found() is None                          # a ROCm build of CuPy
+        crt.is_hip = False
+        monkeypatch.setitem(driver._state, "api", fd.FakeDriver())
+        assert found() is None                          # not cuda.bindings' driver
+    finally:
+        driver._state.pop("int_launch", None)

@@ -14,7 +14,8 @@ Each :class:`Packer` also writes the launch plan for repeat launches
 (``Packer.launcher_call``): straight-line code for this signature that checks
 each device array against what the full check last accepted for its parameter
 (the same type and dtype object, still contiguous, a live pointer read from the
-array now), packs the values into the same buffer and calls cuLaunchKernel.
+array now), packs the values into the same buffer and calls cuLaunchKernel
+(cuda.bindings', or CuPy's wrapper of it on plain ints where CuPy is loaded).
 Anything it has not seen goes to the full checks (``pack``), which raise the
 errors; so a launch raises the same error the first time and the hundredth.
 """
@@ -101,6 +102,7 @@ class Packer:
             if conv is not None:
                 self.convs.append((i, kind in ("pointer", "reference"), conv))
         self.struct = struct.Struct("".join(fmt))
+        self.via = "bindings"   # the plan's last call: cuda.bindings' cuLaunchKernel, or "cupy"
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, 1))
         base = ctypes.addressof(self.buffer)
         self.pointers = (ctypes.c_void_p * max(len(layout), 1))(*[base + off for off, _ in layout])
@@ -112,13 +114,16 @@ class Packer:
     def _where(self, p: Param) -> str:
         return f"{self.kernel}(): parameter '{p.name}' ({p})"
 
-    def launcher_call(self, launch, state: dict, on_new) -> None:
+    def launcher_call(self, launch, state: dict, on_new, ints=None) -> None:
         """Write the launch plan: the ``__call__`` of this kernel's launcher class, passed to
         ``on_new`` now and again whenever the kind of array a parameter gets changes.
 
-        The launcher has ``argv`` (cuLaunchKernel's arguments, the buffer's address among
-        them), ``slow(args)`` (the full way) and ``failed()`` (after an error); ``launch`` is
-        cuLaunchKernel, ``state`` the driver state read per launch ("lost", "isolated").
+        The launcher has ``argv`` (cuLaunchKernel's arguments, prepared once: the CUfunction,
+        dims, shared bytes, stream and the buffer's address), ``slow(args)`` (the full way) and
+        ``failed()`` (after an error); ``state`` is the driver state read per launch ("lost",
+        "isolated").  ``launch`` is cuda.bindings' cuLaunchKernel, which returns the error;
+        ``ints``, if given, a cuLaunchKernel that takes ``argv`` as plain ints and raises on
+        an error (CuPy's ``cupy.cuda.driver.launchKernel``), which the plan calls instead.
         For ``k(const float* x, float* y, float a, int n)`` on CuPy arrays::
 
             def __call__(self, *args):
@@ -138,8 +143,16 @@ class Packer:
                     return self.slow(args)
                 if launch(*self.argv)[0]:
                     self.failed()
+
+        and with ``ints``, the last two lines::
+
+                try:
+                    launch_ints(*self.argv)
+                except Exception:
+                    self.failed()
         """
-        self.scope.update(launch=launch, ST=state)
+        self.via = "cupy" if ints is not None else "bindings"
+        self.scope.update(launch=launch, ST=state, launch_ints=ints)
         self.on_new = on_new
         self._compile()
 
@@ -193,8 +206,12 @@ class Packer:
             else:
                 code += [f"    {a} = C[{i}]({a})", f"    if {a} is None:", f"        {miss}"]
         code += ["    try:", f"        pack_into(buffer, 0, {', '.join(names)})",
-                 "    except Exception:", f"        {miss}",
-                 "    if launch(*self.argv)[0]:", "        self.failed()"]
+                 "    except Exception:", f"        {miss}"]
+        if self.via == "bindings":
+            code += ["    if launch(*self.argv)[0]:", "        self.failed()"]
+        else:   # raises on a failed launch; failed() launches the packed buffer again, the full way
+            code += ["    try:", "        launch_ints(*self.argv)",
+                     "    except Exception:", "        self.failed()"]
         exec(compile("\n".join(code), f"<launch plan of {self.kernel}>", "exec"), self.scope)
         self.call = self.scope.pop("__call__")
         self.on_new(self.call)

@@ -83,6 +83,7 @@ class Kernel:
         self.symbol = symbol
         self.printf = printf
         self._bound = None          # (library, CUkernel, Packer, cuLaunchKernel)
+        self._fast = None           # the launch plan's class and handles, at the first launcher
         self._launchers: dict = {}
         self._max_dynamic = 48 * 1024
 
@@ -100,7 +101,7 @@ class Kernel:
         self.symbol = symbol
         self._bound = b = (lib, handle, packer, api().cuLaunchKernel)
         self._max_dynamic = 48 * 1024
-        self._fast = _fast_launcher(b)
+        self._fast = None
         return b
 
     def _check_arch(self) -> None:
@@ -312,7 +313,8 @@ class _Launcher:
     instance of the kernel's launcher class (``_fast_launcher``), whose ``__call__`` is the
     launch plan the kernel's Packer wrote: the quick checks of each argument, the values packed
     into the kernel's one parameter buffer, and cuLaunchKernel called with ``argv``, prepared
-    once (the CUfunction, dims, shared bytes, stream, the buffer's address).  Arguments the
+    once (the CUfunction, dims, shared bytes, stream, the buffer's address): cuda.bindings', or
+    CuPy's ``launchKernel`` on plain ints where CuPy is loaded (``driver.int_launch``).  Arguments the
     plan has not seen (a first launch, another dtype, NumPy arrays), launches in the helper
     process, printf kernels and errors go the full way, which raises the errors.
     """
@@ -326,13 +328,19 @@ class _Launcher:
 
     def _prepare(self) -> None:
         k = self.kernel
-        b, fast = k._bound, getattr(k, "_fast", None)
-        if b is None or fast is None or k.printf or self.shared > k._max_dynamic:
+        b = k._bound
+        if b is None or k.printf or self.shared > k._max_dynamic:
             return
-        cls, handle = fast
-        drv = api()
-        stream = drv.CUstream(self.stream) if hasattr(drv, "CUstream") else self.stream
-        self.argv = (handle, *self.dims, self.shared, stream, b[2].address, 0)
+        fast = k._fast
+        if fast is None:    # written at the first launch (CuPy may be imported by then)
+            fast = k._fast = _fast_launcher(b)
+        cls, handle, ints = fast
+        if ints:            # CuPy's launchKernel: plain ints
+            self.argv = (int(handle), *self.dims, self.shared, int(self.stream), b[2].address, 0)
+        else:
+            drv = api()
+            stream = drv.CUstream(self.stream) if hasattr(drv, "CUstream") else self.stream
+            self.argv = (handle, *self.dims, self.shared, stream, b[2].address, 0)
         self.__class__ = cls
 
     def __call__(self, *args) -> None:
@@ -344,24 +352,33 @@ class _Launcher:
         self.kernel._run(self.dims, self.shared, self.stream, args)
 
     def failed(self) -> None:
-        """cuLaunchKernel failed: again the full way (with the CUkernel, in the current context,
-        as the first launch), which raises the error or launches where the CUfunction could not."""
+        """The plan's launch failed: again the full way (cuLaunchKernel with the CUkernel, in the
+        current context, as the first launch), which raises the error or launches where the
+        plan's could not (a thread with no context yet)."""
         k = self.kernel
         b = k._bound
         k._launch(b[1], self.dims, self.shared, self.stream, b[2].address, False)
 
 
+# The launch plan's last call (Packer.launcher_call): "auto" CuPy's cupy.cuda.driver.launchKernel
+# where CuPy is loaded already (driver.int_launch), else cuda.bindings' cuLaunchKernel;
+# "bindings" always cuda.bindings' cuLaunchKernel.
+PLAN_LAUNCH = "auto"
+
+
 def _fast_launcher(bound) -> tuple:
-    """(the kernel's launcher class, with its launch plan as ``__call__``; the handle to launch)."""
+    """(the kernel's launcher class, with its launch plan as ``__call__``; the handle to launch;
+    whether the plan calls CuPy's launchKernel with ints)."""
     _, handle, packer, launch = bound
     cls = type("_Launcher", (_Launcher,), {"__slots__": (), "__doc__": _Launcher.__doc__})
-    packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call))
+    ints = driver.int_launch() if PLAN_LAUNCH == "auto" else None
+    packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call), ints)
     get = getattr(api(), "cuKernelGetFunction", None)   # in the current context: a little faster
     if get is not None:
         err, func = get(handle)
         if err == 0:
             handle = func
-    return cls, handle
+    return cls, handle, ints is not None
 
 
 _libc = None

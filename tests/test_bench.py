@@ -11,7 +11,7 @@ import random
 import pytest
 
 import cuda_magic
-from cuda_magic import detect_arch
+from cuda_magic import detect_arch, view
 from cuda_magic.runtime import bench, driver, worker
 from cuda_magic.runtime.bench import (BenchError, Clocks, Device, History, HistoryError, Timing,
                                       median_ci, options, quartiles)
@@ -73,7 +73,7 @@ def test_median_ci_few_and_many_samples():
     assert lo < 2500.5 < hi and 0.95 <= cover < 0.96
     exact = median_ci(xs[:2000])
     assert exact[0] == 956 and exact[1] == 1045               # continuity with the exact sums
-    assert "covers the median with only 94%" in Timing.from_samples([1, 2, 3, 4, 5]).text()
+    assert "covers the median with only 94%" in view(Timing.from_samples([1, 2, 3, 4, 5])).text()
 
 
 # ---- peaks --------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def test_achieved_fraction_of_peak():
     assert t.gbps == pytest.approx(2400) and t.tflops == pytest.approx(33.5)
     assert t.gbps_of_peak == pytest.approx(2400 / d.peak_gbps)
     assert t.tflops_of_peak == pytest.approx(0.5, rel=0.01)
-    text = t.text()
+    text = view(t).text()
     assert "GB/s" in text and "of the peak" in text and "of the FP32 peak" in text
     assert Timing.from_samples([1.0], nbytes=1e9).gbps_of_peak is None     # no device: no fraction
 
@@ -142,10 +142,10 @@ def test_clock_notes():
     assert Clocks(1700, 1700, 1980).throttled                  # below its max
     assert not Clocks(note="no NVML").throttled
     hot = Timing.from_samples([1.0] * 8, clocks=Clocks(1980, 1755, 1980, ("software power cap",)))
-    assert "SM clock 1,980 → 1,755 MHz (max 1,980)" in hot.text()
-    assert "! the SM clock fell or ran below its max during the run: software power cap" in hot.text()
+    assert "SM clock 1,980 → 1,755 MHz (max 1,980)" in view(hot).text()
+    assert "! the SM clock fell or ran below its max during the run: software power cap" in view(hot).text()
     cold = Timing.from_samples([1.0] * 8, clocks=Clocks(note="SM clock not read (no NVML)"))
-    assert "SM clock not read (no NVML)" in cold.text() and "!" not in cold.text()
+    assert "SM clock not read (no NVML)" in view(cold).text() and "!" not in view(cold).text()
 
 
 # ---- views --------------------------------------------------------------------------------------
@@ -159,14 +159,15 @@ def _timing(**kw):
 
 def test_views_render():
     t = _timing(graph=20, warmup=512, clocks=Clocks(1980, 1980, 1980))
-    text = repr(t)
+    text = view(t).text()
+    assert repr(t).startswith("<Timing k<float>: median ") and "cuda_magic.show(t)" in repr(t)
     first = text.split("\n")[0]
     assert first.startswith("k<float>[grid=(64, 1, 1), block=(256, 1, 1)]: median ")
     assert "95% CI" in first and "over 100 runs" in first and "GB/s" in first
     assert "CUDA graph of 20 launches per sample, no flush between them" in text
     assert "L2 flushed before each graph launch" in text and "126 MB memset" in text
     assert "512 warmup graph launches" in text and "NVIDIA H200 (sm_90, 132 SMs, L2 60 MiB)" in text
-    html = t._repr_html_()
+    html = view(t).html()
     assert "<svg" in html and "k&lt;float&gt;" in html and "k<float>" not in html
     assert html.count("<circle") == 100 and "95% CI of the median" in html
 
@@ -176,10 +177,10 @@ def test_views_render():
         def text(self, s):
             self.out += s
     p = P()
-    t._repr_pretty_(p, False)
+    view(t)._repr_pretty_(p, False)
     assert p.out == text
     big = Timing.from_samples([1.0 + i * 1e-6 for i in range(50_000)])
-    assert big.html().count("<circle") == 2000                 # plots stay small
+    assert view(big).html().count("<circle") == 2000                 # plots stay small
     assert t.to_dict()["median_ms"] == t.median_ms and t.to_dict()["device"]["sms"] == 132
 
 
@@ -234,10 +235,10 @@ def test_history_marks_regressions_and_improvements():
     assert h.regressions == [2] and h.improvements == [4]
     assert h.marks[2].change == pytest.approx(12.0 / 10.02 - 1) and h.marks[2].against == 1
     assert len({t.source_hash for t in h}) == 6 and len({t.config_hash for t in h}) == 1
-    text = h.text()
+    text = view(h).text()
     assert "history of k: 6 runs in this session (1 regression, 1 improvement)" in text
     assert "+19.8% vs #2 regression" in text and "-25.6% vs #4 improvement" in text
-    html = h._repr_html_()
+    html = view(h).html()
     assert "<svg" in html and html.count("<circle") == 6 and "#c0392b" in html
 
 
@@ -251,7 +252,7 @@ def test_history_compares_like_with_like():
     h = cuda_magic.history(k)                                    # a Kernel works as well as its name
     assert [m.kind for m in h.marks] == ["", "", "", "", "regression"]
     assert h.marks[4].against == 0
-    assert "first of its launch" in h.text()
+    assert "first of its launch" in view(h).text()
 
 
 def test_history_keyed_by_name_and_bounded(monkeypatch):
@@ -423,8 +424,8 @@ def test_gpu_statistics_sane(gpu):
             f"median {t.median_ms * 1e3:.1f} us CI {lo * 1e3:.1f}-{hi * 1e3:.1f} IQR "
             f"{t.iqr_ms * 1e3:.2f} us; warmup {t.warmup}")
     _figure(f"clocks {t.clocks}")
-    print(t)
-    assert "<svg" in t._repr_html_()
+    cuda_magic.show(t)
+    assert "<svg" in view(t).html()
 
 
 @pytest.mark.gpu
@@ -472,7 +473,7 @@ def test_gpu_graph_takes_launch_overhead_out(gpu):
     assert graphed.median_ms < plain.median_ms
     # queued ahead behind the held stream: not Python's launch time (8.7 us when measured so)
     assert plain.median_ms < 0.006
-    assert "CUDA graph of 20 launches" in graphed.text()
+    assert "CUDA graph of 20 launches" in view(graphed).text()
 
 
 @pytest.mark.gpu
@@ -493,7 +494,7 @@ extern "C" __global__ void spin(float* out, int n) {
     slow = cuda_magic.build("#define ITERS 3000\n" + spin)["spin"]   # the edit: 3x the loop
     slow.bench(132, 128, out, 4, repeat=30)
     h = cuda_magic.history("spin")
-    print(h)
+    cuda_magic.show(h)
     assert len(h) == 3 and h.regressions == [2]
     assert h.marks[1].kind == "" and len({t.source_hash for t in h}) == 3
     _figure("history: " + ", ".join(f"{t.median_ms * 1e3:.1f} us {m.kind}" for t, m in zip(h, h.marks)))

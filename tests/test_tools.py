@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+from cuda_magic import view
 from cuda_magic.cell import build
 from cuda_magic.compile.backends import ToolNotFoundError
 from cuda_magic.runtime import CudaError, NoGPUError, reports, tools
@@ -252,14 +253,14 @@ def test_units():
 
 def test_profile_text_and_html():
     p = copy_profile()
-    text = p.text()
+    text = view(p).text()
     for part in ("copy[grid=262144, block=256]", "219.55 µs", "compute (SM) 48.3 %",
                  "memory 49.0 %", "71.8 % achieved", "DRAM 49.0 % (2,358 GB/s)",
                  "long_scoreboard 45.5", "/tmp/r/copy-1.ncu-rep", "if (i < n) y[i] = x[i];"):
         assert part in text, part
-    table = p.table()
+    table = view(p).lines()
     assert table.count("\n") == 5 and "87.7%" in table
-    page = p._repr_html_()
+    page = view(p).html()
     assert "&lt;" in page and "if (i &lt; n)" in page and "<table" in page
     assert repr(p).startswith("<Profile copy 219.6 µs")
 
@@ -279,7 +280,7 @@ def test_parse_memcheck_with_lineinfo():
     assert any("out of bounds" in d for d in f.details)
     assert c.errors == 4 and not c.ok
     assert [f.kind for f in c.findings].count("api") == 3
-    text = c.text()
+    text = view(c).text()
     assert "at cell line 6, block (3,0,0), thread (232,0,0)" in text and "y[i] = 1.0f;" in text
 
 
@@ -293,7 +294,7 @@ def test_parse_memcheck_without_lineinfo_maps_through_inspection_build():
     assert "inspection build" in note and "same" in note
     reports.assign_check_lines(c, rows, k.result.source, note)
     assert (site.line, site.mapped) == (6, True)
-    assert "(mapped by cuda-magic)" in c.text()
+    assert "(mapped by cuda-magic)" in view(c).text()
 
 
 def test_parse_memcheck_clean():
@@ -311,7 +312,7 @@ def test_parse_racecheck_analysis():
     assert [(s.access, s.line) for s in f.sites] == [("Read", 8), ("Write", 5), ("Write", 8)]
     assert f.sites[1].hazards == 2432
     assert c.errors == 1 and not c.ok
-    assert "part[threadIdx.x] += part[threadIdx.x + w];" in c.text()
+    assert "part[threadIdx.x] += part[threadIdx.x + w];" in view(c).text()
 
 
 def test_parse_racecheck_hazards_block_and_threads():
@@ -493,7 +494,7 @@ def test_check_end_to_end_with_stand_in_sanitizer(stand_ins, monkeypatch):
     err = next(f for f in c.findings if f.kind == "error")
     assert (err.line, err.block, err.thread) == (6, (3, 0, 0), (232, 0, 0))
     assert err.sites[0].mapped and c.exit_code == 86 and not c.ok
-    assert "at cell line 6" in c.text() and "<pre" in c._repr_html_()
+    assert "at cell line 6" in view(c).text() and "<pre" in view(c).html()
 
 
 # ------------------------------------------------------------------------- GPU

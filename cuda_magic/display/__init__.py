@@ -200,6 +200,11 @@ def view(obj, **options):
         return obj
     if isinstance(obj, CompileError):
         return ErrorView(obj)
+    from .measure import MeasureView, kind
+    if isinstance(obj, MeasureView):
+        return obj
+    if kind(obj) is not None:            # a Timing, History, Profile or Check
+        return MeasureView(obj)
     if isinstance(obj, Comparison):
         return CompareView(obj)
     from ..cell import Module
@@ -208,7 +213,8 @@ def view(obj, **options):
     if not isinstance(obj, (Module, CompilationResult)):
         hint = " (for a Kernel k, its build: show(k.result, 'sass'))" if isinstance(obj, Kernel) else ""
         raise ViewError(f"cannot show {type(obj).__name__} {quote(obj, 60)}: pass a %%cuda Module, a "
-                        f"CompilationResult, a %%cuda_compare Comparison or a CompileError{hint}")
+                        f"CompilationResult, a %%cuda_compare Comparison, a CompileError, or a "
+                        f"Timing, History, Profile or Check{hint}")
     return CellView(obj, **options)
 
 
@@ -249,6 +255,10 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
                         f"comparison's)")
     out = file or sys.stdout
     v = view(obj)
+    from .measure import MeasureView
+    if isinstance(v, MeasureView):       # a measurement: all of it (a Profile: "lines" too)
+        print((v.lines() if what == "lines" else v.text()).rstrip("\n"), file=out)
+        return
     if isinstance(v, ErrorView):
         print(v.error.log if what == "log" else argv_text(v.error.argv) if what == "argv" else
               v.text(), file=out)

@@ -421,3 +421,9 @@ def load(ip) -> None:
     fmt.formatters["text/plain"].for_type_by_name(
         "cuda_magic.comparison", "Comparison",
         lambda obj, p, cycle: p.text(CompareView(obj).text()))
+    # measurements (Timing, History, Profile, Check): their views from cuda_magic.display
+    from ..display.measure import KINDS
+    for module, name in KINDS:
+        fmt.formatters["text/plain"].for_type_by_name(
+            module, name, lambda obj, p, cycle: p.text(view(obj).text()))
+        fmt.formatters["text/html"].for_type_by_name(module, name, lambda obj: view(obj).html())

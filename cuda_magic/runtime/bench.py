@@ -3,7 +3,8 @@
 ``Kernel.bench(...)`` calls :func:`measure` and returns a :class:`Timing`; every Timing is
 also kept for the session (:func:`record`), per kernel name, and :func:`history` shows how a
 kernel's time moved across edits.  This module holds the data; how a Timing or a History
-looks is in ``cuda_magic.display.timing``, imported only when one is shown.  Nothing here
+looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``, and what a
+notebook shows once the extension is loaded).  Nothing here
 imports NumPy, and nothing touches CUDA before ``measure`` or ``device_info`` is called.
 """
 
@@ -562,32 +563,8 @@ def _warm(drv, step, s, warmup: int | None, event) -> int:
 
 # ---- the result -------------------------------------------------------------------------------
 
-class _Shown:
-    """Text and HTML views from :mod:`cuda_magic.display.timing` (``text``/``html``, or
-    ``history_text``/``history_html`` with ``_VIEW = "history"``)."""
-
-    _VIEW = ""
-
-    def text(self) -> str:
-        from ..display import timing
-        return getattr(timing, f"{self._VIEW}_text" if self._VIEW else "text")(self)
-
-    def html(self) -> str:
-        from ..display import timing
-        return getattr(timing, f"{self._VIEW}_html" if self._VIEW else "html")(self)
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-
 @dataclass(repr=False)
-class Timing(_Shown):
+class Timing:
     """One ``bench``: per-launch times in milliseconds (CUDA events) and what they mean.
 
     ``samples_ms`` holds one time per timed repetition, per launch (in graph mode the
@@ -732,6 +709,13 @@ class Timing(_Shown):
                  gbps_of_peak=self.gbps_of_peak, tflops_of_peak=self.tflops_of_peak)
         return d
 
+    def __repr__(self) -> str:
+        lo, hi = self.ci_ms
+        bw = f", {self.gbps:.1f} GB/s" if self.gbps else ""
+        return (f"<Timing {self.kernel}: median {self.median_ms * 1e3:.2f} µs (95% CI "
+                f"{lo * 1e3:.2f}–{hi * 1e3:.2f}) over {self.n} launches{bw}; cuda_magic.show(t) "
+                f"for the table>")
+
 
 BenchResult = Timing       # the name bench's result had before Timing
 
@@ -842,7 +826,7 @@ def marks(runs: Sequence[Timing]) -> list[Mark]:
     return out
 
 
-class History(_Shown):
+class History:
     """A kernel's timings in this session, with regressions and improvements marked."""
 
     def __init__(self, kernel: str, runs: Sequence[Timing]):
@@ -871,4 +855,7 @@ class History(_Shown):
     def improvements(self) -> list[int]:
         return [i for i, m in enumerate(self.marks) if m.kind == "improvement"]
 
-    _VIEW = "history"
+    def __repr__(self) -> str:
+        return (f"<History {self.kernel}: {len(self.runs)} runs, {len(self.regressions)} "
+                f"regressions, {len(self.improvements)} improvements; cuda_magic.show(h) for the "
+                f"table>")

@@ -295,26 +295,6 @@ class Profile:
         ranked = [(ln, m) for ln, m in self.lines.items() if m.get(by)]
         return sorted(ranked, key=lambda t: (-t[1][by], t[0]))[:n]
 
-    def table(self, n: int | None = None) -> str:
-        """Per-line metrics as a text table (all lines, or the ``n`` hottest)."""
-        from ..display.profile import lines_text
-        return lines_text(self, n)
-
-    def text(self) -> str:
-        from ..display.profile import profile_text
-        return profile_text(self)
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        from ..config import printable
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        from ..display.profile import profile_html
-        return profile_html(self)
-
     def __repr__(self) -> str:
         d = self.duration_us
         return (f"<Profile {self.kernel} {d:.1f} µs, SM {self.sm_pct or 0:.0f}%, memory "
@@ -436,21 +416,6 @@ class Check:
     @property
     def ok(self) -> bool:
         return not self.findings and not self.errors and bool((self.child or {}).get("ok", True))
-
-    def text(self) -> str:
-        from ..display.profile import check_text
-        return check_text(self)
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        from ..config import printable
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        from ..display.profile import check_html
-        return check_html(self)
 
     def __repr__(self) -> str:
         state = "no errors" if self.ok else f"{len(self.findings)} finding(s)"

@@ -528,7 +528,8 @@ class Module:
 
     def __repr__(self) -> str:
         r = self.result
-        builds = f"{len(self.results)} builds" if len(self.results) > 1 else \
+        archs = ", ".join(dict.fromkeys(x.arch for x in self.results))
+        builds = f"{len(self.results)} builds ({archs})" if len(self.results) > 1 else \
             f"{r.arch} {r.compiler} {r.format}"
         return f"<Module {', '.join(self.python_names()) or '(no kernels)'}: {builds}>"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cuda_magic
-from cuda_magic import cell as cell_module
+from cuda_magic.cell import module as cell_module   # where builds are compiled and bound
 from cuda_magic import ConfigError
 from cuda_magic.cell import CellError
 from cuda_magic.compile.arch import pick_arch

@@ -544,22 +544,19 @@ class _Reader:
         return v - 256 if v > 127 else v
 
     def uleb(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.u(1)
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
+        return self._leb(signed=False)
 
     def sleb(self) -> int:
+        return self._leb(signed=True)
+
+    def _leb(self, signed: bool) -> int:
         value = shift = 0
         while True:
             byte = self.u(1)
             value |= (byte & 0x7F) << shift
             shift += 7
             if not byte & 0x80:
-                return value - (1 << shift) if byte & 0x40 else value
+                return value - (1 << shift) if signed and byte & 0x40 else value
 
     def cstr(self) -> str:
         end = self.data.find(b"\0", self.pos, self.end)

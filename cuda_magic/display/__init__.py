@@ -85,7 +85,7 @@ class CellView:
     def html(self, sass: bool = True) -> str:
         """Static HTML; ``sass=False`` includes SASS (and the hottest lines) only where they
         were already computed."""
-        from .lines import hottest_html
+        from .lines import hottest_html, unavailable
 
         def sass_of(b, e):
             return self.sass_of(b, e) if sass or inspect.has_sass(b.result) else None
@@ -95,7 +95,7 @@ class CellView:
                 try:
                     hot.append(hottest_html(e.name, self.lines_of(b, e)))
                 except Exception as exc:       # no nvdisasm: the rest of the page still shows
-                    hot.append(html.note(f"{e.name}: per-line cost unavailable: {exc}", html.WARN))
+                    hot.append(unavailable(exc, e.name))
         from .archs import html_section           # an arch list: the archs side by side
         return html.page(self.content, sass_of, lines_html="".join(hot)) + \
             html_section(self.obj, sass)

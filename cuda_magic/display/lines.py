@@ -101,6 +101,12 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
             f"{head}{''.join(out)}</table>" + tail)
 
 
+def unavailable(exc: Exception, name: str | None = None) -> str:
+    """Why a view has no per-line cost (no nvdisasm, no cubin), as a warning note."""
+    return html.note(f"{name + ': ' if name else ''}per-line cost unavailable: "
+                     f"{type(exc).__name__}: {exc}", html.WARN)
+
+
 def hottest_html(name: str, kl: KernelLines, n: int = 5) -> str:
     hot = kl.hottest(n)
     items = "".join(f"<li>{escape(_hot(r))}" + (f" <i>{escape((r.text or '').strip()[:80])}</i>"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from html import escape
 
+from ..runtime.reports import short_dim
 from . import html
 from .text import table as text_table
 
@@ -19,12 +20,7 @@ LINE_HEAD = ["line", "samples", "share", "not issued", "instructions", "L2 secto
 
 
 def _dims(dims) -> str:
-    def one(t):
-        t = tuple(t)
-        while len(t) > 1 and t[-1] == 1:
-            t = t[:-1]
-        return str(t[0]) if len(t) == 1 else str(t)
-    return f"[grid={one(dims[:3])}, block={one(dims[3:])}]" if len(dims) == 6 else ""
+    return f"[grid={short_dim(dims[:3])}, block={short_dim(dims[3:])}]" if len(dims) == 6 else ""
 
 
 def _pct(v) -> str:

@@ -88,7 +88,7 @@ def cell_widget(view):
                     lambda i: html.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")
     # The Source tab: the heat map (each line coloured by live registers, spills or
     # instructions; one nvdisasm run per build) when the tab is first opened.
-    from .lines import METRIC_LABELS, heat_map, hottest_html
+    from .lines import METRIC_LABELS, heat_map, hottest_html, unavailable
     metric = widgets.ToggleButtons(options=[(label, m) for m, label in METRIC_LABELS.items()],
                                    value="registers", style={"button_width": "auto"},
                                    description="colour by")
@@ -98,14 +98,13 @@ def cell_widget(view):
     def heat_page(i: int) -> str:
         if not entries:
             return html.source(c.source)
-        if not small:                # a big cell: its source, capped; the figures as a table
+        if not small:                # a big cell: its source, capped; show(m, "lines") has figures
             return html.note("a big cell: no heat map; cuda_magic.show(m, 'lines') prints the "
                              "cost of each line") + html.source(c.source)
         try:
             return heat_map(c.source, view.lines_of(*entries[i]), metric.value)
         except Exception as exc:     # no nvdisasm, no cubin: the plain source, and why
-            return html.note(f"per-line cost unavailable: {type(exc).__name__}: {exc}",
-                             html.WARN) + html.source(c.source)
+            return unavailable(exc) + html.source(c.source)
     heat = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], heat_page,
                      "reading the registers of each line (nvdisasm)", "kernel")
 
@@ -129,8 +128,7 @@ def cell_widget(view):
                 try:
                     parts.append(hottest_html(e.name, view.lines_of(b, e)))
                 except Exception as exc:
-                    parts.append(html.note(f"{e.name}: per-line cost unavailable: "
-                                           f"{type(exc).__name__}: {exc}", html.WARN))
+                    parts.append(unavailable(exc, e.name))
         hot.value = "".join(parts) or html.note("no kernels in this cell")
     resources = widgets.VBox([widgets.HTML(html.resources(c)), hot])
     children = [widgets.HTML(html.config_of(c)), resources,

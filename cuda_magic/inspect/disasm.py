@@ -231,12 +231,18 @@ def sass(result: CompilationResult, kernel: str | None = None):
     expression given at compile time (e.g. ``"add<float>"``).
     """
     funcs = _cached(result, "sass_split", lambda: split_sass(sass_text(result)))
+    return pick(result, funcs, kernel, "function", "in the SASS; functions")
+
+
+def pick(result: CompilationResult, table: dict, kernel: str | None, what: str, where: str):
+    """``table`` (keyed by the names in the binary) copied, or its entry for ``kernel`` (a name
+    in the binary or a name expression given at compile time); a clear error if it has none."""
     if kernel is None:
-        return dict(funcs)
+        return dict(table)
     name = result.lowered_names.get(kernel, kernel)
-    if name not in funcs:
-        raise NoKernelError(f"no function {kernel!r} in the SASS; functions: {', '.join(funcs)}")
-    return funcs[name]
+    if name not in table:
+        raise NoKernelError(f"no {what} {kernel!r} {where}: {', '.join(table)}")
+    return table[name]
 
 
 def ptx(result: CompilationResult) -> str:

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 
 from ..compile import binary as _binary
-from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
+from ..compile.compiler import CompilationResult, compile_resolved
 from . import disasm
-from .disasm import CLASSES, _cached, cubin, machine_code, opcode_class
+from .disasm import CLASSES, _cached, cubin, machine_code, opcode_class, pick
 
 __all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "LINE_INFO_FLAGS", "METRICS"]
 
@@ -202,7 +202,8 @@ def _table(result: CompilationResult) -> dict[str, KernelLines]:
         same = dict.fromkeys(ours, True)
         where = "the running binary (built with line info)"
     else:
-        theirs = _binary.kernel_code(cubin(running) or b"") if cubin(running) else {}
+        running_elf = cubin(running)
+        theirs = _binary.kernel_code(running_elf) if running_elf else {}
         same = {k: theirs.get(k) == code for k, code in ours.items()}
         where = "an inspection build with -lineinfo added"
     if result.format == "ptx":
@@ -222,7 +223,7 @@ def _table(result: CompilationResult) -> dict[str, KernelLines]:
                 spill_notes[kernel] = ("; this nvdisasm marks no spill code, so every STL/LDL "
                                        "of a kernel ptxas says spills is counted as spill")
     out = {}
-    for kernel in _binary.kernel_code(elf):
+    for kernel in ours:
         rows = table.get(kernel, [])
         groups: dict[tuple, list[_Instr]] = {}
         for i in instrs.get(kernel, []):
@@ -244,10 +245,5 @@ def lines(result: CompilationResult, kernel: str | None = None):
     """The per-line cost of each kernel: ``{symbol: KernelLines}``, or one kernel's with
     ``kernel`` (its name in the binary, or a name expression given at compile time).  One
     nvdisasm run per build, made the first time it is asked for (cached on the result)."""
-    table = _cached(result, "lines", lambda: _table(result))
-    if kernel is None:
-        return dict(table)
-    name = result.lowered_names.get(kernel, kernel)
-    if name not in table:
-        raise NoKernelError(f"no kernel {kernel!r} in this build; kernels: {', '.join(table)}")
-    return table[name]
+    return pick(result, _cached(result, "lines", lambda: _table(result)), kernel, "kernel",
+                "in this build; kernels")

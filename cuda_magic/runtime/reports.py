@@ -18,7 +18,18 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = ["Profile", "Check", "Finding", "Site", "Metric", "parse_profile", "parse_check",
-           "parse_raw", "parse_source", "parse_details", "METRICS", "FAULTS", "LINE_METRICS"]
+           "parse_raw", "parse_source", "parse_details", "METRICS", "FAULTS", "LINE_METRICS",
+           "short_dim"]
+
+
+def short_dim(t) -> str:
+    """A grid or block as one writes it: ``(256, 1, 1)`` -> ``256``, ``(8, 8, 1)`` ->
+    ``(8, 8)``."""
+    t = tuple(t)
+    while len(t) > 1 and t[-1] == 1:
+        t = t[:-1]
+    return str(t[0]) if len(t) == 1 else str(t)
+
 
 # Read by name for the Profile's fields; always collected.
 METRICS = ("gpu__time_duration.sum",

@@ -213,12 +213,7 @@ def _need_gpu(kernel, what: str) -> None:
 
 
 def _dims_text(dims) -> str:
-    def one(t):
-        t = tuple(t)
-        while len(t) > 1 and t[-1] == 1:
-            t = t[:-1]
-        return str(t[0]) if len(t) == 1 else str(t)
-    return f"{one(dims[:3])}, {one(dims[3:])}"
+    return f"{reports.short_dim(dims[:3])}, {reports.short_dim(dims[3:])}"
 
 
 def _run(argv: list[str], env: dict, what: str, timeout: float) -> subprocess.CompletedProcess:

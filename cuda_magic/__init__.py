@@ -48,8 +48,8 @@ __all__ = [
 ]
 
 
-_LAZY = {"Comparison": "comparison", "RunError": "comparison", "compare": "comparison",
-         "denormals": "numbers", "ulp_distance": "numbers"}
+_LAZY = {"Comparison": "variants.comparison", "RunError": "variants.comparison", "compare": "variants.comparison",
+         "denormals": "variants.numbers", "ulp_distance": "variants.numbers"}
 
 
 def __getattr__(name: str):

@@ -11,7 +11,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import cuda_magic
-from cuda_magic import comparison, numbers
+from cuda_magic.variants import comparison, numbers
 from cuda_magic.inspect import diff
 from cuda_magic.config import ConfigError
 from cuda_magic.display import compare as view

@@ -16,7 +16,7 @@ from cuda_magic import ConfigError, compile_source, detect_arch
 from cuda_magic.compile.backends import InputTypeError
 from cuda_magic.compile.compiler import NoKernelError
 from cuda_magic.display import ShowError, ViewError
-from cuda_magic.numbers import DtypeError, NumbersError
+from cuda_magic.variants.numbers import DtypeError, NumbersError
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = detect_arch() is not None

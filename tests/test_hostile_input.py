@@ -548,7 +548,7 @@ def test_a_header_with_a_nul_is_refused_with_its_line(shell):
 
 
 def test_run_with_a_nul_is_a_run_error(shell):
-    from cuda_magic.comparison import RunError
+    from cuda_magic.variants.comparison import RunError
     with pytest.raises(RunError, match="not Python"):
         shell.run_cell_magic("cuda_compare", f'--arch {ARCH} --run "k[1, 1](x\x00)"', KERNEL)
 

@@ -194,7 +194,7 @@ class ConfigView:
 def view(obj, **options):
     """The view of a Module, CompilationResult, Comparison or CompileError (a view is returned
     as is)."""
-    from ..comparison import Comparison
+    from ..variants.comparison import Comparison
     from .compare import CompareView
     if isinstance(obj, (CellView, ErrorView, ConfigView, CompareView)):
         return obj

@@ -1,4 +1,4 @@
-"""How a :class:`~cuda_magic.comparison.Comparison` looks: variants, resource and SASS diffs, numbers.
+"""How a :class:`~cuda_magic.variants.comparison.Comparison` looks: variants, resource and SASS diffs, numbers.
 
 Text (terminal, ``show``) and HTML (nbconvert, the widget's panes) read the
 same rows from here.  SASS diffs pair each variant with the baseline, side by

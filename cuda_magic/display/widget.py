@@ -155,7 +155,7 @@ COMPARE_TITLES = ("Variants", "Resources", "SASS diff", "Numbers", "PTX diff", "
 
 
 def compare_widget(cmp):
-    """The widget for a :class:`~cuda_magic.comparison.Comparison`: a header, toggles for the last
+    """The widget for a :class:`~cuda_magic.variants.comparison.Comparison`: a header, toggles for the last
     variant (each change rebuilds it through the compile cache and re-runs it; the baseline stays),
     then tabs.  ``box.comparison`` is the comparison shown now."""
     import ipywidgets as widgets

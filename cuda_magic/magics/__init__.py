@@ -1,7 +1,7 @@
 """IPython glue: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%cuda_config`` and how
 their results display.
 
-The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.comparison`
+The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.compare`
 (variants) and :mod:`cuda_magic.display` (views); ``args`` parses magic lines, ``names``
 binds kernels in the user namespace.
 """
@@ -280,7 +280,7 @@ class CudaMagics(Magics):
         """
         args = _args.parse(self.cuda_compare, line)
         _names.check_name(self.shell, args.name)
-        from .. import comparison as _comparison     # NumPy: imported when first used
+        from ..variants import comparison as _comparison     # NumPy: imported when first used
         recipe = _comparison.Recipe(cell, _args.layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
         try:
@@ -417,9 +417,9 @@ def load(ip) -> None:
         fmt.formatters["text/plain"].for_type(cls, lambda obj, p, cycle: p.text(view(obj).text()))
     # by name: the comparison module (and NumPy) is imported when first used, not at load
     fmt.mimebundle_formatter.for_type_by_name(
-        "cuda_magic.comparison", "Comparison", lambda obj: CompareView(obj)._repr_mimebundle_())
+        "cuda_magic.variants.comparison", "Comparison", lambda obj: CompareView(obj)._repr_mimebundle_())
     fmt.formatters["text/plain"].for_type_by_name(
-        "cuda_magic.comparison", "Comparison",
+        "cuda_magic.variants.comparison", "Comparison",
         lambda obj, p, cycle: p.text(CompareView(obj).text()))
     # measurements (Timing, History, Profile, Check): their views from cuda_magic.display
     from ..display.measure import KINDS

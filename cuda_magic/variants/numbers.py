@@ -13,7 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .config import Error
+from ..config import Error
 
 __all__ = ["denormals", "random_inputs", "ulp_distance", "subnormal", "ArrayDiff", "array_diffs",
            "ulp_plot"]

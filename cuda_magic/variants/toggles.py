@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .config import ConfigError, Resolved, bad_char, canonical_json, check_archs, load_json, quote
+from ..config import ConfigError, Resolved, bad_char, canonical_json, check_archs, load_json, quote
 
 INPUTS = ("denormal", "random")   # how %%cuda_compare --inputs refills the arrays --run reads
 

@@ -19,14 +19,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import cell, inspect, numbers
-from .inspect import diff
-from .compile.arch import detect_arch
-from .compile.backends import CompileError
-from .compile.backends.limits import parallel
-from .config import ConfigError, Error, quote, validate
-from .runtime import synchronize
-from .variants import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
+from .. import cell, inspect
+from . import numbers
+from ..inspect import diff
+from ..compile.arch import detect_arch
+from ..compile.backends import CompileError
+from ..compile.backends.limits import parallel
+from ..config import ConfigError, Error, quote, validate
+from ..runtime import synchronize
+from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
 
 __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
 
@@ -205,7 +206,7 @@ class Comparison:
     ``names`` lists the variants, the first is the baseline; ``modules[name]``
     is that variant's :class:`~cuda_magic.Module`; ``instructions(name,
     kernel)`` its SASS lines, ``ftz(name, kernel)`` the ``.FTZ`` count;
-    ``numbers`` the :class:`~cuda_magic.numbers.ArrayDiff` rows (None when
+    ``numbers`` the :class:`~cuda_magic.variants.numbers.ArrayDiff` rows (None when
     nothing ran, ``note`` says why); ``outputs[name][array]`` the arrays after
     each variant ran.  ``toggled(name, on)`` is the same comparison with the
     last variant's toggle changed (recompiled through the cache).

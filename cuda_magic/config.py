@@ -19,7 +19,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping, TypedDict
+from typing import Any, Mapping, Sequence, TypedDict
 
 from .errors import Error, bad_char, clip, printable, quote  # re-exported: older imports use config
 
@@ -420,6 +420,24 @@ class Resolved:
         return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())),
                         tuple(p for p in self._parts if p[0] != key),
                         tuple(r for r in self.replaced if r.key != key), archs)
+
+    def appended(self, key: str, flags: Sequence[str], layer: str) -> "Resolved":
+        """A copy with ``flags`` appended to list ``key`` by ``layer``, as the append form
+        (``nvrtc+``) would: the provenance becomes ``"default + LAYER"`` and :meth:`parts`
+        says which layer gave which flags."""
+        if key not in LIST_KEYS:
+            raise ConfigError(f"'{key}' is not a list of flags; the lists are "
+                              f"{', '.join(LIST_KEYS)}", key)
+        flags = list(validate({key: list(flags)})[key])  # type: ignore[literal-required]
+        parts = self.parts(key) if key in self else []
+        parts.append((layer, flags))
+        items = {k: (v, lay) for k, v, lay in self._items}
+        items[key] = (tuple(self.get(key, [])) + tuple(flags),
+                      " + ".join(dict.fromkeys(lay for lay, _ in parts)))
+        kept = tuple(p for p in self._parts if p[0] != key)
+        return Resolved(tuple((k, v, lay) for k, (v, lay) in sorted(items.items())),
+                        kept + ((key, tuple((lay, tuple(f)) for lay, f in parts)),),
+                        self.replaced, self._archs)
 
     def json(self) -> str:
         """Canonical JSON of the resolved values (the cache key part)."""

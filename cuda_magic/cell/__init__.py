@@ -41,9 +41,11 @@ class ParsedCell:
 
     source: str
     header: dict                       # the cell's //| layer (validated, flat)
-    header_lines: dict                 # key -> cell line
+    header_lines: dict                 # key -> cell line (the tune key's too)
     kernels: tuple[KernelDecl, ...]
     kernel_headers: dict               # kernel declaration line -> (layer, {key: line})
+    tune: object = None                # the header's tune: value, for %%cuda_tune (unchecked)
+    header_end: int = 0                # the last cell line of the cell header (0: none)
 
 
 class _HeaderLoader(yaml.SafeLoader):
@@ -111,8 +113,10 @@ def _load_header(text: str) -> tuple[object, dict[str, int]]:
         loader.dispose()
 
 
-def _header(lines: list[str], first: int) -> tuple[dict, dict]:
-    """Parse consecutive ``//|`` lines starting at cell line ``first`` as YAML."""
+def _header(lines: list[str], first: int, cell: bool = False) -> tuple[dict, dict]:
+    """Parse consecutive ``//|`` lines starting at cell line ``first`` as YAML.  In the cell
+    header (``cell``) a ``tune:`` key is kept aside (``%%cuda_tune`` reads it; it is no config
+    key): it comes back under the key ``"tune"`` of the second dict, ``(value, line)``."""
     body = [ln.strip()[len(HEADER):] for ln in lines]
     body = [b[1:] if b.startswith(" ") else b for b in body]
 
@@ -139,6 +143,12 @@ def _header(lines: list[str], first: int) -> tuple[dict, dict]:
         raise CellError(f"a //| header holds 'key: value' lines, e.g. '//| arch: sm_90a'; got "
                         f"{quote(lines[0].strip())}", first)
     where = {key: first + rows.get(str(key), 0) for key in data}
+    if "tune" in data:
+        if not cell:
+            raise CellError("'tune:' goes in the cell header (the //| lines at the top of the "
+                            "cell), not above a kernel", where["tune"], "tune")
+        data = dict(data)
+        where["tune"] = (data.pop("tune"), where["tune"])
     for key, value in data.items():
         if (key in LIST_KEYS or key in APPEND_KEYS) and isinstance(value, str):
             try:
@@ -184,7 +194,10 @@ def parse_cell(text: str) -> ParsedCell:
     end = top
     while end < len(lines) and is_header[end]:
         end += 1
-    header, header_lines = _header(lines[top:end], top + 1) if end > top else ({}, {})
+    header, header_lines = _header(lines[top:end], top + 1, cell=True) if end > top else ({}, {})
+    tune = header_lines.pop("tune", None)
+    if tune is not None:
+        header_lines["tune"] = tune[1]
     used = set(range(top, end))
     try:
         kernels = find_kernels(text)
@@ -205,7 +218,8 @@ def parse_cell(text: str) -> ParsedCell:
         if flag and j not in used:
             raise CellError("this //| block is neither the cell header (the top of the cell) nor "
                             "directly above a __global__ kernel", j + 1)
-    return ParsedCell(text, header, header_lines, tuple(kernels), kernel_headers)
+    return ParsedCell(text, header, header_lines, tuple(kernels), kernel_headers,
+                      tune[0] if tune is not None else None, end if end > top else 0)
 
 
 def line_config(*, arch: str | None = None, compiler: str | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["detect_arch", "arch_for", "pick_arch"]
+__all__ = ["detect_arch", "arch_for", "pick_arch", "gpu_archs"]
 
 
 def arch_for(major: int, minor: int) -> str:
@@ -70,3 +70,28 @@ def pick_arch(archs, gpu: str | None, ptx: bool = False) -> str | None:
         elif ptx and cc[2] != "a" and cc[:2] < want[:2]:
             ranked.append((2, -(cc[0] * 10 + cc[1]), arch))
     return min(ranked)[2] if ranked else None
+
+
+def gpu_archs() -> list[str]:
+    """The arch of every GPU this process sees (``CUDA_VISIBLE_DEVICES`` applies), in device
+    order; ``[]`` without a driver or GPU."""
+    try:
+        from cuda.bindings import driver
+        ok = driver.CUresult.CUDA_SUCCESS
+        if driver.cuInit(0)[0] != ok:
+            return []
+        err, count = driver.cuDeviceGetCount()
+        if err != ok:
+            return []
+        attr = driver.CUdevice_attribute
+        out = []
+        for i in range(count):
+            err, dev = driver.cuDeviceGet(i)
+            e1, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            e2, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            if err != ok or e1 != ok or e2 != ok:
+                return out
+            out.append(arch_for(int(major), int(minor)))
+        return out
+    except Exception:  # no libcuda, no wheel
+        return []

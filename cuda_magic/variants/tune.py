@@ -1,0 +1,728 @@
+"""Sweep a cell over a space of parameters: ``%%cuda_tune`` and :func:`tune`.
+
+A space names each parameter and its values (``BM=[64,128] block=[128,256]``, or
+``//| tune: {BM: [64, 128], block: [128, 256]}`` in the cell header).  What a parameter
+does depends on its name and the cell:
+
+- a template parameter of a template kernel: a template argument (``gemm<64, 128>``);
+- ``maxrreg`` (``--maxrregcount=N``; ``none`` leaves it out), the toggles ``ftz``,
+  ``fast_math``, ``prec_div``, ``prec_sqrt``, ``fmad`` (true/false) and ``flags`` (extra
+  flags, shell-split): compiler flags;
+- ``block``, ``grid``, ``shared``, and any name the cell's code never mentions: a Python
+  value for ``--run`` only (no recompile);
+- any other name (or one written ``-DNAME``): a macro, ``-DNAME=value`` (``none``: not defined).
+
+Every parameter is a name in ``--run`` too.  Each candidate is the config layer
+``tune:BM=64,BN=128`` on top of every other layer (its flags are appended to the active
+compiler's list; a toggle sets that list whole), with provenance like any layer.  The
+candidates' builds compile in parallel (NVRTC in threads, nvcc in processes) through the
+compile cache; those that fail, spill, or whose occupancy is under ``min_occupancy`` are
+pruned with their reason; ``--run`` is evaluated once per survivor to record its launches
+(nothing runs in the notebook), and the launches are replayed and timed in helper
+processes, one per GPU (:mod:`cuda_magic.runtime.sweep`), or on a Dask cluster
+(``client=``), while later candidates still compile.  Outputs are checked against the first
+candidate that ran (or ``reference``): a fast wrong kernel cannot win; a faulting one is
+recorded and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .. import cell
+from ..compile.arch import detect_arch, gpu_archs, pick_arch
+from ..compile.backends import CompileError
+from ..compile.backends.limits import WORKERS, tick
+from ..config import ConfigError, clip, quote, validate
+from ..runtime import bench as _bench
+from ..runtime import sweep
+from ..runtime.kernel import _dims
+from .comparison import _host, _is_array
+from .writeback import write_back
+from .space import (MAX_CANDIDATES, Parameter, Recipe, TuneError, TuneRunError, c_text, classify,
+                    label, parse_space, recipe_of)
+
+__all__ = ["tune", "Tuning", "Candidate", "TuneError", "parse_space", "MAX_CANDIDATES"]
+
+
+
+@dataclass
+class Candidate:
+    """One point of the space and what became of it.
+
+    ``status``: ``winner``, ``ok`` (ran, right outputs), ``pruned`` (spills, occupancy),
+    ``failed`` (did not compile), ``wrong`` (outputs differ from the reference), ``fault``,
+    ``timeout``, ``error`` (a launch failed) or ``compiled`` (nothing ran: --compile-only or
+    no GPU); ``reason`` says why in words."""
+
+    index: int
+    params: dict
+    recipe: Recipe
+    status: str = "compiled"
+    reason: str = ""
+    module: Any = None
+    registers: int | None = None
+    spill_bytes: int | None = None
+    occupancy: float | None = None
+    limiter: str = ""
+    kernels: tuple = ()            # the kernels of its build
+    launches: Any = None           # what --run launched, as recorded
+    time_ms: float | None = None
+    outcome: Any = None
+    gbps: float | None = None
+    tflops: float | None = None
+    gpu: str = ""
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={'none' if v is None else c_text(v)}" for k, v in self.params.items())
+
+    @property
+    def ran(self) -> bool:
+        return self.status in ("ok", "winner", "wrong")
+
+    def row(self) -> dict:
+        """The candidate as a table row (plain values)."""
+        return {"#": self.index, **self.params, "registers": self.registers,
+                "spill bytes": self.spill_bytes,
+                "occupancy": None if self.occupancy is None else round(self.occupancy, 4),
+                "time ms": self.time_ms, "GB/s": self.gbps, "TFLOP/s": self.tflops,
+                "GPU": self.gpu, "status": self.status, "reason": self.reason}
+
+
+# ---------------------------------------------------------------------------- recording --run
+
+class _Recorder:
+    """Stands for a kernel while ``--run`` is evaluated: ``k[grid, block](...)`` records the
+    launch instead of running it."""
+
+    def __init__(self, name: str, kernel, sink: list):
+        self._name, self._kernel, self._sink = name, kernel, sink
+
+    def __getattr__(self, attr):
+        return getattr(self._kernel, attr)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple) or not 2 <= len(key) <= 4:
+            raise TuneRunError(f"launch as {self._name}[grid, block](*args) in --run")
+        dims = _dims(key[0], "grid") + _dims(key[1], "block")
+        shared = key[2] if len(key) > 2 else 0
+        if not isinstance(shared, int) or isinstance(shared, bool) or shared < 0:
+            raise TuneRunError(f"{self._name}: shared_mem must be a non-negative int, not {shared!r}")
+
+        def launch(*args):
+            if len(args) != len(self._kernel.params):
+                raise TuneRunError(f"{self._name}() takes {len(self._kernel.params)} arguments "
+                                   f"({', '.join(str(p) for p in self._kernel.params)}), got {len(args)}")
+            self._sink.append((self._name, self._kernel, dims, shared, args))
+        return launch
+
+    def launch(self, grid, block, args=(), shared_mem: int = 0, stream=None):
+        self[grid, block, shared_mem](*args)
+
+
+@dataclass
+class _Runs:
+    """``--run`` compiled once, the arrays it names (host copies, made once), their roles."""
+
+    texts: tuple
+    namespace: Mapping
+    code: list = field(default_factory=list)
+    arrays: dict = field(default_factory=dict)    # name -> NumPy (shared by every job)
+    originals: dict = field(default_factory=dict)  # id(original) -> name
+
+    def __post_init__(self):
+        from .comparison import parse_run
+        names = set()
+        for i, text in enumerate(self.texts):
+            tree = parse_run(text, i)
+            self.code.append(compile(tree, f"<--run {i + 1}>", "exec"))
+            names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        for n in sorted(names):     # host copies of the arrays --run names, once per sweep
+            obj = self.namespace.get(n)
+            if obj is not None and _is_array(obj):
+                self.originals[id(obj)] = n
+                self.host(n, obj)
+
+    def host(self, name: str, obj) -> np.ndarray:
+        if name not in self.arrays:
+            if isinstance(obj, np.ndarray):
+                self.arrays[name] = np.ascontiguousarray(obj)
+            else:
+                from ..runtime.tools import _host_copy
+                self.arrays[name] = _host_copy(obj)
+        return self.arrays[name]
+
+    def record(self, values: Mapping, kernels: Mapping) -> list:
+        sink: list = []
+        ns = dict(self.namespace)
+        ns.update(values)
+        ns.update({name: _Recorder(name, k, sink) for name, k in kernels.items()})
+        ns.setdefault("cdiv", lambda a, b: -(-a // b))
+        for text, code in zip(self.texts, self.code):
+            try:
+                exec(code, ns)
+            except TuneRunError as exc:
+                raise TuneRunError(f"--run {quote(text, 80)}: {exc}") from None
+            except Exception as exc:
+                raise TuneRunError(f"--run {quote(text, 80)} failed for "
+                                   f"{label(values) or 'the cell'}: {type(exc).__name__}: "
+                                   f"{clip(str(exc), 300)}") from None
+        if not sink:
+            raise TuneRunError(f"--run {quote('; '.join(self.texts), 80)} launched no kernel: "
+                               f"launch one, e.g. gemm[grid, block](a, b, c, n)")
+        return sink
+
+    def encode(self, index: int, sink: list):
+        """The recorded launches as :class:`sweep.Launch` rows, this job's own arrays, the
+        output names and the kernels used (python name -> Kernel)."""
+        launches, own, outputs, used = [], {}, [], {}
+        for li, (name, kernel, dims, shared, args) in enumerate(sink):
+            used[name] = kernel
+            encoded = []
+            for ai, (p, a) in enumerate(zip(kernel.params, args)):
+                if a is None:
+                    encoded.append(("null",))
+                    continue
+                if _is_array(a) or (type(a).__module__.split(".")[0] == "torch"):
+                    name_ = self.originals.get(id(a))
+                    if name_ is not None:
+                        self.host(name_, a)
+                    else:
+                        name_ = f"_launch{li}_arg{ai}"
+                        own[name_] = _host(name_, a) if not isinstance(a, np.ndarray) else a.copy()
+                    encoded.append(("array", name_))
+                    if (p.pointer or p.reference) and not p.const and name_ not in outputs:
+                        outputs.append(name_)
+                elif isinstance(a, (bytes, bytearray, memoryview)):
+                    encoded.append(("bytes", bytes(a)))
+                elif isinstance(a, (bool, int, float)) or (type(a).__module__ == "numpy"
+                                                           and hasattr(a, "item")):
+                    encoded.append(("value", a.item() if hasattr(a, "item") else a))
+                else:
+                    raise TuneRunError(f"{name}(): parameter '{p.name}': a sweep takes arrays, "
+                                       f"numbers, bytes or None, not {type(a).__name__}")
+            launches.append(sweep.Launch(name, tuple(dims), int(shared), tuple(encoded)))
+        return tuple(launches), own, tuple(outputs), used
+
+
+# ---------------------------------------------------------------------------- checking outputs
+
+_RTOL = {2: 1e-2, 4: 1e-4, 8: 1e-10}
+
+
+def differs(name: str, out: np.ndarray, ref: np.ndarray, rtol: float | None,
+            atol: float | None) -> str | None:
+    """Why ``out`` is not ``ref`` (None when it matches).  Floats match within ``rtol`` of each
+    element plus ``atol`` (default: ``rtol`` x the largest magnitude of the reference), so a
+    different summation order passes and a wrong result does not; integers match exactly."""
+    out, ref = np.asarray(out), np.asarray(ref)
+    if out.shape != ref.shape:
+        return f"{name} has shape {out.shape}, the reference {ref.shape}"
+    if ref.dtype.kind in "fc":
+        r = rtol if rtol is not None else _RTOL.get(ref.dtype.itemsize // (2 if ref.dtype.kind == "c" else 1), 1e-4)
+        finite = np.isfinite(ref)
+        scale = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
+        a = atol if atol is not None else r * max(scale, np.finfo(ref.dtype).tiny)
+        bad = ~np.isclose(out, ref, rtol=r, atol=a, equal_nan=True)
+    else:
+        bad = out != ref
+    count = int(np.count_nonzero(bad))
+    if not count:
+        return None
+    first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+    where = f"[{', '.join(str(int(i)) for i in first)}]" if first else ""
+    return (f"{name} differs at {count} of {bad.size} elements (first at {name}{where}: "
+            f"{out[first]!r} vs {ref[first]!r})")
+
+
+# ---------------------------------------------------------------------------- the result
+
+class Tuning:
+    """The sweep: every :class:`Candidate` (``candidates``, ``rows()``), the ``winner``, its
+    ``module`` and ``kernels`` (what ``--run``'s names launch), and the cell that reproduces
+    it (``cell``: the magic line, the ``//|`` header with the winner's flags, the code).
+
+    ``plot(by="BM")`` draws the time of each candidate grouped by a parameter (matplotlib);
+    ``notes`` say what was left out and why."""
+
+    def __init__(self, source: str, parameters: Sequence[Parameter], candidates: Sequence[Candidate],
+                 options: Mapping, preset: str | None, runs: tuple, pool: str, notes: Sequence[str],
+                 timings: Mapping[str, float], group: str | None = None):
+        self.source = source
+        self.parameters = tuple(parameters)
+        self.candidates = list(candidates)
+        self.options, self.preset = dict(options), preset
+        self.runs, self.pool = runs, pool
+        self.notes = list(notes)
+        self.seconds = dict(timings)      # stage -> seconds
+        self.group = group
+        ran = [c for c in self.candidates if c.status in ("ok", "winner")]
+        self.winner: Candidate | None = min(ran, key=lambda c: (c.time_ms, c.index)) if ran else None
+        if self.winner is not None:
+            self.winner.status = "winner"
+
+    # what the sweep found ---------------------------------------------------------------
+    @property
+    def module(self):
+        """The winner's Module (None when nothing ran)."""
+        return self.winner.module if self.winner else None
+
+    @property
+    def kernels(self) -> dict:
+        """The winner's kernels under the names ``--run`` uses (a tuned template kernel under
+        its plain name too): what the magic binds."""
+        if self.winner is None:
+            return {}
+        return kernel_names(self.winner)
+
+    def rows(self):
+        """Every candidate as a row: a pandas DataFrame when pandas is installed, else dicts."""
+        rows = [c.row() for c in self.candidates]
+        try:
+            import pandas as pd
+        except ImportError:
+            return rows
+        return pd.DataFrame(rows).set_index("#")
+
+    def by_status(self, status: str) -> list[Candidate]:
+        return [c for c in self.candidates if c.status == status]
+
+    @property
+    def counts(self) -> dict:
+        out: dict[str, int] = {}
+        for c in self.candidates:
+            out[c.status] = out.get(c.status, 0) + 1
+        return out
+
+    # reproducing the winner -----------------------------------------------------------------
+    @property
+    def launch(self) -> dict:
+        """The winner's launch-only parameters (``{"block": 256}``)."""
+        if self.winner is None:
+            return {}
+        names = {p.name for p in self.parameters if p.kind == "launch"}
+        return {k: v for k, v in self.winner.params.items() if k in names}
+
+    @property
+    def cell(self) -> str | None:
+        """The ``%%cuda`` cell that builds the winner: the magic line (with ``--instantiate``
+        for a tuned template), the cell header without ``tune:`` and with the winner's flags,
+        a comment with its launch parameters, and the code."""
+        if self.winner is None:
+            return None
+        return write_back(self.source, self.options, self.preset, self.winner, self.launch)
+
+    @property
+    def header(self) -> str | None:
+        """The cell's first lines up to its code: the magic line and the ``//|`` header."""
+        text = self.cell
+        if text is None:
+            return None
+        lines = text.split("\n")
+        keep = [lines[0]] + list(itertools.takewhile(
+            lambda ln: ln.lstrip().startswith("//") or not ln.strip(), lines[1:]))
+        return "\n".join(keep).rstrip()
+
+    def plot(self, by: str | None = None):
+        """A matplotlib figure: each candidate's time, grouped by parameter ``by``."""
+        from ..display.tune import figure
+        return figure(self, by or self.group)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in self.counts.items())
+        win = f"; winner #{self.winner.index} {self.winner.label} {self.winner.time_ms:.4g} ms" \
+            if self.winner else ""
+        return f"<Tuning {len(self.candidates)} candidates: {counts}{win}>"
+
+
+def kernel_names(c) -> dict:
+    names = dict(c.module.python_names())
+    for qualified, spelling in c.recipe.templates:
+        try:
+            names[qualified.split("::")[-1]] = c.module[spelling]
+        except Exception:
+            pass
+    return names
+
+
+# ---------------------------------------------------------------------------- the sweep
+
+def _where(text: str | None):
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text, "<--where>", "eval")
+    except SyntaxError as exc:
+        raise TuneError(f"--where {quote(text, 80)}: not a Python expression ({exc.msg})") from None
+    except ValueError as exc:
+        raise TuneError(f"--where {quote(text, 80)}: {exc}") from None
+    return compile(tree, "<--where>", "eval")
+
+
+def _options(**kw) -> dict:
+    if kw["min_occupancy"] is not None:
+        v = kw["min_occupancy"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise TuneError(f"min_occupancy={v!r}: a fraction of the SM's warps from 0 to 1, "
+                            f"e.g. 0.25")
+    for name in ("rtol", "atol"):
+        v = kw[name]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
+                              or not math.isfinite(v)):
+            raise TuneError(f"{name}={v!r}: a non-negative number")
+    t = kw["timeout"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 86400:
+        raise TuneError(f"timeout={t!r}: seconds one candidate may run on its GPU, e.g. 60")
+    return kw
+
+
+def _resources(c: Candidate, launches: Sequence | None) -> None:
+    """Registers, spills and occupancy of the kernels ``c`` launches (or all of its kernels,
+    at the space's ``block`` when it has one)."""
+    from ..inspect.occupancy import of_result
+    own = c.params.get("block")
+    own = own if isinstance(own, int) and not isinstance(own, bool) else None
+    chosen = [(k, dims, shared) for _, k, dims, shared, _ in launches] if launches else \
+        [(k, None, 0) for k in c.kernels]
+    regs, spills, occ, limiter = None, 0, None, ""
+    for k, dims, shared in chosen:
+        res = k.result.resources.get(k.symbol)
+        if res is None:
+            continue
+        regs = max(regs or 0, res.registers)
+        spills += res.spill_stores + res.spill_loads
+        block = dims[3] * dims[4] * dims[5] if dims else own
+        if block:
+            try:
+                o = of_result(k.result, k.symbol, block, shared)
+            except Exception:
+                continue
+            if occ is None or o.occupancy < occ:
+                occ, limiter = o.occupancy, o.limiter
+    c.registers = regs
+    c.spill_bytes = spills if regs is not None else None
+    c.occupancy, c.limiter = occ, limiter
+
+
+def _prune(c: Candidate, keep_spills: bool, min_occupancy: float | None) -> bool:
+    if c.spill_bytes and not keep_spills:
+        c.status, c.reason = "pruned", f"spills {c.spill_bytes} B (stores + loads)"
+        return True
+    if c.occupancy is not None and c.occupancy == 0:
+        c.status, c.reason = "pruned", f"cannot run: {c.limiter} allow 0 blocks per SM"
+        return True
+    if min_occupancy is not None and c.occupancy is not None and c.occupancy < min_occupancy:
+        c.status, c.reason = "pruned", (f"occupancy {100 * c.occupancy:.0f}% < "
+                                        f"{100 * min_occupancy:.0f}% ({c.limiter})")
+        return True
+    return False
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, CompileError):
+        lines = [t for _, t in exc.error_lines()] or exc.log.strip().splitlines()[-1:] or [str(exc)]
+        return "compile error: " + clip(lines[0], 200)
+    return f"{type(exc).__name__}: {clip(str(exc), 200)}"
+
+
+def _gpus(pool_gpus, arch: str) -> tuple[list[int], list[str]]:
+    """The GPUs to bench on (ordinals) and notes on those left out."""
+    archs = gpu_archs()
+    notes = []
+    chosen = list(range(len(archs))) if pool_gpus is None else list(pool_gpus)
+    for g in chosen:
+        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < max(len(archs), 1):
+            raise TuneError(f"gpus={list(pool_gpus)!r}: this host has GPUs 0 to {len(archs) - 1}")
+    ok = [g for g in chosen if g < len(archs) and pick_arch((arch,), archs[g], arch.startswith("compute_")) is not None]
+    for g in chosen:
+        if g not in ok:
+            notes.append(f"GPU {g} ({archs[g]}) cannot run {arch} builds: left out")
+    return ok, notes
+
+
+def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, where: str | None = None,
+         arch: str | None = None, config: Mapping | None = None, preset: str | None = None,
+         session: Mapping | None = None, instantiate: Sequence[str] = (), namespace: Mapping | None = None,
+         compile_only: bool = False, min_occupancy: float | None = None, keep_spills: bool = False,
+         reference=None, rtol: float | None = None, atol: float | None = None, repeat: int = 100,
+         warmup: int | None = None, flush: bool = True, graph: bool | int = False,
+         nbytes: str | float | None = None, flops: str | float | None = None, gpus=None, client=None,
+         timeout: float = 60.0, force: bool = False, group: str | None = None,
+         options: Mapping | None = None) -> Tuning:
+    """Sweep ``source`` over ``space`` and return a :class:`Tuning`.
+
+    ``space``: ``"BM=[64,128] block=[128,256] maxrreg=[none,128]"`` or a dict (None: the
+    cell's ``//| tune:`` header).  ``run``: Python launching the kernels with the space's
+    names in scope, e.g. ``"gemm[(cdiv(N, BN), cdiv(M, BM)), block](a, b, c, M, N, K)"``
+    (``cdiv`` is ceiling division); it is evaluated once per candidate to record the
+    launches, which run in helper processes on copies of the arrays.  ``where``: a Python
+    condition over the space's names that each candidate must meet (``"BM * BN <= 16384"``).
+    ``compile_only``: stop after pruning (no GPU needed).  ``min_occupancy``: prune below
+    this fraction of the SM's warps; spilling candidates are pruned unless ``keep_spills``.
+    ``reference``: the expected arrays (``{name: array}``, or one array when ``run`` has one
+    output); default: the first candidate that ran.  ``rtol``/``atol``: see :func:`differs`.
+    ``repeat``/``warmup``/``flush``/``graph``: as ``k.bench``.  ``nbytes``/``flops``: per
+    candidate, numbers or expressions over the space's names (``"2*M*N*K"``), for GB/s and
+    TFLOP/s.  ``gpus``: device ordinals (default: every GPU that runs the build);
+    ``client``: a ``dask.distributed.Client`` to run the bench stage on instead.
+    ``timeout``: seconds per candidate on its GPU.  ``arch``/``config``/``preset``/
+    ``session``/``instantiate`` are the cell's layers, as for :func:`~cuda_magic.build`.
+
+    Example::
+
+        t = cuda_magic.tune(src, "BM=[32,64] block=[128,256]",
+                            "k[cdiv(n, block), block](x, y, n)", arch="sm_90a")
+        t.winner, t.cell, t.rows()
+    """
+    started = time.monotonic()
+    opts = _options(min_occupancy=min_occupancy, rtol=rtol, atol=atol, timeout=timeout)
+    bench_opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph)
+    bench_opts = {k: bench_opts[k] for k in ("repeat", "warmup", "flush", "graph")}
+    layer = dict(validate(options))
+    layer.update(validate(config))
+    if arch is not None:
+        layer.update(validate({"arch": arch}))
+    parsed = cell.parse_cell(source)
+    if space is None:
+        if parsed.tune is None:
+            raise TuneError("no space: give one (--space \"BM=[64, 128] block=[128, 256]\") or "
+                            "put it in the cell header: //| tune: {BM: [64, 128]}")
+        space = parsed.tune
+    try:
+        parsed_space = parse_space(space)
+    except TuneError as exc:
+        if space is parsed.tune and parsed.tune is not None:
+            raise TuneError(f"//| tune: {exc}", exc.key) from None
+        raise
+    if not parsed_space:
+        raise TuneError("the space is empty: give at least one parameter, e.g. BM=[64, 128]")
+    params = classify(parsed_space, parsed)
+    if group is not None and group not in {p.name for p in params}:
+        raise TuneError(f"group={group!r} is not a parameter of the space "
+                        f"({', '.join(p.name for p in params)})", group)
+    cond = _where(where)
+    texts = (run,) if isinstance(run, str) else tuple(run or ())
+    if namespace is None and texts:
+        frame = sys._getframe(1)
+        namespace = {**frame.f_globals, **frame.f_locals}
+    resolved = cell.resolve_cell(source, layer, session=session, preset=preset)
+    if len(resolved.archs) > 1:
+        raise TuneError(f"'arch' lists {', '.join(resolved.archs)}: a sweep builds one arch; tune "
+                        f"on one (--arch {resolved.archs[0]}) and compare archs with "
+                        f"%%cuda_compare --vary arch=...", "arch")
+
+    # the candidates
+    names = [p.name for p in params]
+    combos = [dict(zip(names, values)) for values in itertools.product(*(p.values for p in params))]
+    if cond is not None:
+        kept = []
+        for values in combos:
+            try:
+                ok = eval(cond, {"__builtins__": {"min": min, "max": max, "abs": abs}}, dict(values))
+            except Exception as exc:
+                raise TuneError(f"--where {quote(where, 80)} failed for {label(values)}: "
+                                f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+            if ok:
+                kept.append(values)
+        if not kept:
+            raise TuneError(f"--where {quote(where, 80)} keeps none of the {len(combos)} "
+                            f"combinations")
+        combos = kept
+    candidates = [Candidate(i, values, recipe_of(params, values, parsed)) for i, values in enumerate(combos)]
+    by_recipe: dict[Recipe, list[Candidate]] = {}
+    for c in candidates:
+        by_recipe.setdefault(c.recipe, []).append(c)
+
+    runs = _Runs(texts, namespace or {}) if texts else None
+    notes = [f"{len(combos)} of {math.prod(len(p.values) for p in params)} combinations meet "
+             f"--where {where}"] if cond is not None else []
+    want_gpu = bool(texts) and not compile_only
+    pool = None
+    if want_gpu and client is None:
+        arch_now = resolved.get("arch") or detect_arch()
+        chosen, gpu_notes = _gpus(gpus, arch_now) if arch_now else ([], [])
+        notes += gpu_notes
+        if not chosen:
+            want_gpu = False
+            notes.append("no GPU here that runs this build: stopped after pruning (the bench "
+                         "stage needs one)")
+    reference = _reference(reference)
+
+    timings: dict[str, float] = {}
+    jobs: dict[int, sweep.Job] = {}
+    futures: dict = {}
+    outcomes: dict = {}
+    compiled = 0
+    build_pool = ThreadPoolExecutor(max_workers=max(1, min(len(by_recipe), WORKERS, os.cpu_count() or 1)),
+                                    thread_name_prefix="cuda-magic tune")
+    try:
+        if want_gpu:        # the helpers start now and ready CUDA while the candidates compile
+            pool = sweep.DaskPool(client, runs.arrays) if client is not None else \
+                sweep.LocalPool(chosen, runs.arrays)
+        build = {build_pool.submit(_build, source, layer, session, preset,
+                                   tuple(instantiate) + r.instances, force, r): r for r in by_recipe}
+        pending = set(build)
+        while pending:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for fut in done:
+                compiled += 1
+                for c in _compiled(by_recipe[build[fut]], *fut.result(), runs, keep_spills,
+                                   opts["min_occupancy"], want_gpu):
+                    jobs[c.index] = _job(c, runs, bench_opts, float(timeout))
+                    if jobs[c.index] is not None:
+                        futures[pool.submit(jobs[c.index])] = c
+            tick(f"tuning: {compiled}/{len(by_recipe)} builds compiled", started)
+        timings["compile"] = time.monotonic() - started
+        waiting = set(futures)
+        while waiting:
+            done, waiting = pool.wait(waiting, 0.25)
+            for fut in done:
+                c = futures[fut]
+                outcomes[c.index] = pool.outcome(fut, jobs[c.index])
+            tick(f"tuning: {len(outcomes)}/{len(futures)} candidates benched on "
+                 f"{pool.describe()}", started)
+        timings["total"] = time.monotonic() - started
+    except BaseException:
+        build_pool.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            pool.close()
+        raise
+    build_pool.shutdown(wait=False)
+    if pool is not None and pool.kind == "local":
+        pool.close()
+    pool_name = pool.describe() if pool is not None else ""
+    _judge(candidates, outcomes, reference, opts["rtol"], opts["atol"],
+           nbytes, flops, namespace or {})
+    if compile_only and texts:
+        notes.append("--compile-only: nothing ran")
+    return Tuning(source, params, candidates, layer, preset, texts, pool_name, notes, timings, group)
+
+
+def _compiled(group: Sequence[Candidate], module, error, runs, keep_spills: bool,
+              min_occupancy, want_gpu: bool) -> list[Candidate]:
+    """Record what one finished build gives its candidates; the ones to bench."""
+    out = []
+    for c in group:
+        c.module = module
+        if error is not None:
+            c.status, c.reason = "failed", error
+            continue
+        c.kernels = tuple({id(k): k for k in kernel_names(c).values()}.values())
+        launches = None
+        if runs is not None:
+            try:
+                launches = runs.record(c.params, kernel_names(c))
+            except TuneRunError as exc:
+                c.status, c.reason = "error", str(exc)
+                continue
+        c.launches = launches
+        _resources(c, launches)
+        if not _prune(c, keep_spills, min_occupancy) and want_gpu:
+            out.append(c)
+    return out
+
+
+def _job(c: Candidate, runs: "_Runs", bench_opts: dict, timeout: float) -> sweep.Job | None:
+    """The job that replays and times ``c``'s recorded launches (None: it cannot be one)."""
+    try:
+        launches, own, outputs, used = runs.encode(c.index, c.launches)
+    except TuneRunError as exc:
+        c.status, c.reason = "error", str(exc)
+        return None
+    first = next(iter(used.values())).result
+    if any(k.result is not first for k in used.values()):
+        c.status, c.reason = "error", ("--run launches kernels of different builds of the cell "
+                                       "(per-kernel //| blocks): tune one build at a time")
+        return None
+    binary = first.binary.encode() if isinstance(first.binary, str) else bytes(first.binary)
+    return sweep.Job(c.index, binary, first.format, first.arch,
+                     {n: (k.symbol, k.params) for n, k in used.items()}, launches, outputs, own,
+                     bench_opts, timeout)
+
+
+def _build(source, layer, session, preset, instantiate, force, recipe: Recipe):
+    try:
+        return cell.build(source, layer, session=session, preset=preset, instantiate=instantiate,
+                          force=force, adjust=recipe.adjust), None
+    except (CompileError, ConfigError) as exc:
+        return None, _failure(exc)
+
+
+def _reference(reference):
+    if reference is None:
+        return None
+    if isinstance(reference, Mapping):
+        return {str(k): np.asarray(_host(str(k), v)) for k, v in reference.items()}
+    if _is_array(reference):
+        return {"": np.asarray(_host("reference", reference))}
+    raise TuneError(f"reference= takes {{array name: expected array}} or one array, not "
+                    f"{type(reference).__name__}")
+
+
+def _amount(value, values: Mapping, namespace: Mapping, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return float(eval(str(value), {"__builtins__": {}}, {**namespace, **values}))
+    except Exception as exc:
+        raise TuneError(f"--{what} {quote(str(value), 60)} failed for {label(values)}: "
+                        f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+
+
+def _judge(candidates, outcomes, reference, rtol, atol, nbytes, flops, namespace) -> None:
+    """Each benched candidate's status from its outcome and its outputs against the reference."""
+    ref_outputs = None
+    if reference is not None:
+        ref_outputs = reference
+    for c in candidates:
+        o = outcomes.get(c.index)
+        if o is None:
+            continue
+        c.outcome, c.gpu = o, o.gpu
+        if not o.ok:
+            c.status, c.reason = o.status, f"{o.error + ': ' if o.error else ''}{o.message}"
+            continue
+        c.time_ms = o.median_ms
+        if ref_outputs is None:
+            ref_outputs = {k: v for k, v in o.outputs.items()}
+            c.reason = "the reference (first candidate that ran)"
+        c.status = "ok"
+    for c in candidates:
+        if c.status != "ok":
+            continue
+        outs = c.outcome.outputs
+        if "" in ref_outputs and len(ref_outputs) == 1:
+            if len(outs) != 1:
+                c.status, c.reason = "error", (f"reference= is one array but --run has "
+                                               f"{len(outs)} outputs ({', '.join(outs)}): give "
+                                               f"{{name: array}}")
+                continue
+            expected = {next(iter(outs)): ref_outputs[""]}
+        else:
+            expected = ref_outputs
+        for name, ref in expected.items():
+            if name not in outs:
+                continue
+            why = differs(name, outs[name], ref, rtol, atol)
+            if why:
+                c.status, c.reason = "wrong", why
+                break
+        if c.status == "ok" and c.time_ms:
+            nb = _amount(nbytes, c.params, namespace, "nbytes")
+            fl = _amount(flops, c.params, namespace, "flops")
+            seconds = c.time_ms / 1e3
+            c.gbps = nb / seconds / 1e9 if nb else None
+            c.tflops = fl / seconds / 1e12 if fl else None

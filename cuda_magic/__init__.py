@@ -1,7 +1,7 @@
 """cuda-magic: compile CUDA C++ in a notebook under a configuration you can see, and launch it.
 
-``%load_ext cuda_magic`` registers ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare`` and
-``%cuda_config``.
+``%load_ext cuda_magic`` registers ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``,
+``%%cuda_tune`` and ``%cuda_config``.
 Importing this package does not initialise CUDA.  The Python API::
 
     from cuda_magic import compile_source, sass, ptx
@@ -9,6 +9,7 @@ Importing this package does not initialise CUDA.  The Python API::
     r.resources, r.argv, r.config.provenance, sass(r, "scale")
     view(r)                      # the tabbed view; show(r, "sass") prints text
     c = compare(src, arch="sm_90a", run="scale[1, 256](x, y, 0.5, 256)")   # FTZ off vs on
+    t = tune(src, "block=[128, 256]", "scale[cdiv(n, block), block](x, y, 0.5, n)", arch="sm_90a")
 """
 
 from .compile.arch import detect_arch
@@ -44,16 +45,18 @@ __all__ = [
     "sass", "sass_text", "set_cache_dir", "show", "validate", "view",
     "define_header", "remove_header", "session_headers", "clear_pch", "CompileTimeoutError",
     "set_compile_timeout", "set_cache_limit",
-    "History", "Timing", "history",
+    "History", "Timing", "history", "Tuning", "tune",
 ]
 
 
 _LAZY = {"Comparison": "variants.comparison", "RunError": "variants.comparison", "compare": "variants.comparison",
-         "denormals": "variants.numbers", "ulp_distance": "variants.numbers"}
+         "denormals": "variants.numbers", "ulp_distance": "variants.numbers",
+         "tune": "variants.tune", "Tuning": "variants.tune"}
 
 
 def __getattr__(name: str):
-    """Comparisons and the number tools import NumPy: loaded when first used, not at import."""
+    """Comparisons, sweeps and the number tools import NumPy: loaded when first used, not at
+    import."""
     if name in _LAZY:
         import importlib
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
@@ -63,7 +66,7 @@ def __getattr__(name: str):
 
 
 def load_ipython_extension(ip) -> None:
-    """``%load_ext cuda_magic``: register ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare`` and
-    ``%cuda_config`` (CUDA stays untouched)."""
+    """``%load_ext cuda_magic``: register ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``,
+    ``%%cuda_tune`` and ``%cuda_config`` (CUDA stays untouched)."""
     from .magics import load
     load(ip)

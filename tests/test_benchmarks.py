@@ -80,3 +80,10 @@ def test_bench_launch_fake_driver():
     assert out.returncode == 0, out.stderr
     for row in ("empty, CuPy-like arrays", "scale, torch-like arrays", "the stub's cuLaunchKernel alone"):
         assert row in out.stdout
+
+
+def test_bench_tune_quick():
+    out = _run_script("bench_tune.py", "--stage", "compile", "--quick")
+    assert out.returncode == 0, out.stderr
+    for row in ("compile, one by one", "compile, tune", "4 candidates"):
+        assert row in out.stdout

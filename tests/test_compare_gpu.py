@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cuda_magic
-from cuda_magic import numbers
+from cuda_magic.variants import numbers
 from cuda_magic.display import compare as view
 from cuda_magic.variants import default_variants
 

@@ -1,7 +1,8 @@
 """How compiled cells, configs and compile errors look: a widget, HTML, or plain text.
 
 ``view(obj)`` wraps a ``%%cuda`` :class:`~cuda_magic.Module`, a
-:class:`~cuda_magic.CompilationResult` or a :class:`~cuda_magic.CompileError`;
+:class:`~cuda_magic.CompilationResult` or a :class:`~cuda_magic.CompileError`
+(and a Comparison, a Tuning, a Timing... in their own views);
 each frontend gets the richest form it can show (``_repr_mimebundle_``):
 JupyterLab the tabbed widget, nbconvert the HTML, terminal IPython the text.
 ``show(obj, what)`` prints one part as text.
@@ -192,12 +193,16 @@ class ConfigView:
 
 
 def view(obj, **options):
-    """The view of a Module, CompilationResult, Comparison or CompileError (a view is returned
-    as is)."""
+    """The view of a Module, CompilationResult, Comparison, Tuning or CompileError (a view is
+    returned as is)."""
     from ..variants.comparison import Comparison
     from .compare import CompareView
-    if isinstance(obj, (CellView, ErrorView, ConfigView, CompareView)):
+    from .tune import TuneView
+    if isinstance(obj, (CellView, ErrorView, ConfigView, CompareView, TuneView)):
         return obj
+    tune = sys.modules.get("cuda_magic.variants.tune")      # not loaded: obj is no Tuning
+    if tune is not None and isinstance(obj, tune.Tuning):
+        return TuneView(obj)
     if isinstance(obj, CompileError):
         return ErrorView(obj)
     from .measure import MeasureView, kind
@@ -213,8 +218,8 @@ def view(obj, **options):
     if not isinstance(obj, (Module, CompilationResult)):
         hint = " (for a Kernel k, its build: show(k.result, 'sass'))" if isinstance(obj, Kernel) else ""
         raise ViewError(f"cannot show {type(obj).__name__} {quote(obj, 60)}: pass a %%cuda Module, a "
-                        f"CompilationResult, a %%cuda_compare Comparison, a CompileError, or a "
-                        f"Timing, History, Profile or Check{hint}")
+                        f"CompilationResult, a %%cuda_compare Comparison, a %%cuda_tune Tuning, a "
+                        f"CompileError, or a Timing, History, Profile or Check{hint}")
     return CellView(obj, **options)
 
 
@@ -237,10 +242,11 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
     (its C++ name or its name in the binary).  ``obj`` is a ``%%cuda``
     Module, a CompilationResult, a CompileError or a ``%%cuda_compare``
     Comparison (config: the variants and their argv; sass and ptx: the diffs;
-    summary: everything).  ``archs``: a cell built for several archs (``--arch
-    sm_80,sm_90a``), its kernels' figures side by side per arch (occupancy at ``block``
-    threads) and the SASS diff of the first two archs.  SASS diffs normalise register
-    numbering; ``raw=True`` compares the raw text.
+    summary: everything) or a ``%%cuda_tune`` Tuning (summary only: the header, the
+    winner, the table of candidates, the cell that reproduces the winner).  ``archs``: a
+    cell built for several archs (``--arch sm_80,sm_90a``), its kernels' figures side by
+    side per arch (occupancy at ``block`` threads) and the SASS diff of the first two archs.
+    SASS diffs normalise register numbering; ``raw=True`` compares the raw text.
 
     Examples::
 
@@ -258,6 +264,13 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
     from .measure import MeasureView
     if isinstance(v, MeasureView):       # a measurement: all of it (a Profile: "lines" too)
         print((v.lines() if what == "lines" else v.text()).rstrip("\n"), file=out)
+        return
+    from .tune import TuneView
+    if isinstance(v, TuneView):          # a sweep: all of it (its rows as data: t.rows())
+        if what != "summary" or kernel is not None:
+            raise ShowError(f"a Tuning shows whole: show(t); its rows: t.rows(), the winner's "
+                            f"cell: t.cell, its build: show(t.module, {what!r})")
+        print(v.text().rstrip("\n"), file=out)
         return
     if isinstance(v, ErrorView):
         print(v.error.log if what == "log" else argv_text(v.error.argv) if what == "argv" else

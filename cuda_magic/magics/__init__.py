@@ -1,8 +1,8 @@
-"""IPython glue: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%cuda_config`` and how
-their results display.
+"""IPython glue: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%%cuda_tune``,
+``%cuda_config`` and how their results display.
 
-The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.compare`
-(variants) and :mod:`cuda_magic.display` (views); ``args`` parses magic lines, ``names``
+The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.variants`
+(variants and sweeps) and :mod:`cuda_magic.display` (views); ``args`` parses magic lines, ``names``
 binds kernels in the user namespace.
 """
 
@@ -24,8 +24,8 @@ from ..compile.backends import CompileError
 from ..compile.backends.limits import progress
 from ..compile.compiler import CompilationResult, complete, set_cache_dir
 from ..compile.headers import define_header, header_users, note_users
-from ..config import (KEYS, LAYER_KEYS, ConfigError, check_preset, from_json, get_preset, quote,
-                      register_preset, resolve, spellings)
+from ..config import (KEYS, LAYER_KEYS, ConfigError, check_preset, clip, from_json, get_preset,
+                      quote, register_preset, resolve, spellings)
 from ..config import validate as validate_config
 from ..display import ConfigView, ErrorView, HeaderView, view
 from ..display.progress import Status
@@ -68,10 +68,41 @@ def _changes(old: dict, new: dict) -> str:
                      for key in LAYER_KEYS if old.get(key) != new.get(key))
 
 
+def _gpu_list(text: str) -> list[int]:
+    """``--gpus 0,1`` -> ``[0, 1]``."""
+    items = [t.strip() for t in text.split(",")]
+    if not all(t.isdigit() and t.isascii() for t in items):
+        raise UsageError(f"--gpus {quote(text, 40)}: give GPU ordinals as a comma list, "
+                         f"e.g. --gpus 0,1")
+    return [int(t) for t in items]
+
+
+def _client(namespace, name: str):
+    """``--client NAME``: the Dask client the user made under ``name``."""
+    if not name.isidentifier() or name not in namespace:
+        raise UsageError(f"--client {quote(name, 40)}: no such name in your namespace; make one "
+                         f"first, e.g. client = dask.distributed.Client(...), then --client client")
+    client = namespace[name]
+    if not callable(getattr(client, "submit", None)):
+        raise UsageError(f"--client {name}: {name} is not a dask.distributed.Client (it is "
+                         f"{type(client).__name__})")
+    return client
+
+
+def _evaluate(shell, option: str, text: str):
+    """An option's Python expression, evaluated in the user's namespace."""
+    try:
+        return eval(text, shell.user_ns)
+    except Exception as exc:
+        raise UsageError(f"{option} {quote(text, 60)}: {type(exc).__name__}: "
+                         f"{clip(str(exc), 200)}") from None
+
+
 @magics_class
 class CudaMagics(Magics):
     """``%%cuda`` compiles a cell of CUDA C++, ``%%cuda_header`` keeps one as a header for later
-    cells, ``%%cuda_compare`` compares builds of one, ``%cuda_config`` sets session defaults."""
+    cells, ``%%cuda_compare`` compares builds of one, ``%%cuda_tune`` sweeps one over a space of
+    parameters, ``%cuda_config`` sets session defaults."""
 
     defaults = Dict(help="Session defaults: a flat config such as {'arch': 'sm_90a'}; "
                          "%cuda_config edits it.").tag(config=True)
@@ -297,6 +328,159 @@ class CudaMagics(Magics):
             self.shell.user_ns[args.name] = result
         return result
 
+    @magic_arguments("%cuda_tune")   # usage line: %%cuda_tune (IPython prints one %)
+    @config_options
+    @argument("--instantiate", action="append", metavar='"NAME<T>"',
+              help='instantiate a template kernel in every candidate, e.g. --instantiate '
+                   '"axpy<float>" (repeatable)')
+    @argument("--space", metavar='"SPEC"',
+              help='the parameters and their values, e.g. --space "BM=[64,128] block=[128,256] '
+                   'maxrreg=[none,128]" (default: the cell header\'s //| tune: {...})')
+    @argument("--run", action="append", metavar='"EXPR"',
+              help='Python launching the kernels with the space\'s names (and cdiv) in scope, e.g. '
+                   '--run "gemm[cdiv(n, BM), block](a, c, n)"; recorded per candidate and timed '
+                   'in helper processes (repeatable; needs a GPU)')
+    @argument("--where", metavar='"EXPR"',
+              help='a condition over the space\'s names each candidate must meet, e.g. '
+                   '--where "BM * BN <= 16384"')
+    @argument("--compile-only", action="store_true",
+              help="compile and prune; run nothing (no GPU needed)")
+    @argument("--min-occupancy", type=float, metavar="FRACTION",
+              help="prune candidates whose occupancy is under this fraction of the SM's warps, "
+                   "e.g. 0.25")
+    @argument("--keep-spills", action="store_true",
+              help="keep candidates that spill registers (pruned by default)")
+    @argument("--reference", metavar="EXPR",
+              help="the expected outputs, evaluated in your namespace: {name: array} or one array "
+                   "(default: the first candidate that ran)")
+    @argument("--rtol", type=float, help="relative tolerance of the output check")
+    @argument("--atol", type=float, help="absolute tolerance of the output check")
+    @argument("--repeat", type=int, metavar="N", help="timed launches per candidate (default 100)")
+    @argument("--warmup", type=int, metavar="N", help="untimed launches first")
+    @argument("--no-flush", action="store_true", help="do not flush L2 between timed launches")
+    @argument("--graph", action="store_true", help="time the launches as a CUDA graph")
+    @argument("--nbytes", metavar='"EXPR"',
+              help='bytes moved per run, an expression over the space\'s names and yours, for GB/s')
+    @argument("--flops", metavar='"EXPR"',
+              help='floating-point operations per run, e.g. "2*M*N*K", for TFLOP/s')
+    @argument("--gpus", metavar="LIST", help="the GPUs to bench on, e.g. --gpus 0,1 (default: every "
+                                             "GPU that runs the build; one helper process each)")
+    @argument("--client", metavar="NAME",
+              help="a dask.distributed.Client in your namespace: bench on its cluster instead")
+    @argument("--timeout", type=float, metavar="SECONDS",
+              help="how long one candidate may run on its GPU (default 60)")
+    @argument("--group", metavar="PARAM", help="group the results by this parameter")
+    @argument("--name", help="also bind the Tuning under this Python name (not one of "
+                              "IPython's own)")
+    @argument("--write", action="store_true",
+              help="put the %%%%cuda cell that builds the winner into the next input cell")
+    @argument("--force", action="store_true", help="recompile even if the cache has these builds")
+    @no_var_expand
+    @cell_magic
+    def cuda_tune(self, line, cell):
+        """Sweep this cell over a space of parameters: compile every candidate, prune, time the
+        survivors on the GPU with their outputs checked, and bind the winner's kernels.
+
+        The space (``--space``, or ``//| tune: {BM: [64, 128], block: [128,
+        256]}`` in the cell header) names each parameter and its values:
+        ``NAME=[v1, v2, ...]``, ``NAME=range(64, 513, 64)``, or one value;
+        ``none`` leaves a flag or macro out.  What a parameter does depends on
+        its name and the cell: a template parameter of a template kernel is a
+        template argument (``gemm<64, 128>``); ``maxrreg``
+        (``--maxrregcount``), ``ftz``, ``fast_math``, ``prec_div``,
+        ``prec_sqrt``, ``fmad`` (true/false) and ``flags`` (extra flags) are
+        compiler flags; ``block``, ``grid``, ``shared`` and any name the
+        code never mentions are Python values for ``--run`` only (no
+        recompile); any other name, or one written ``-DNAME``, is a macro
+        (``-DNAME=value``).  ``--where`` keeps the combinations that meet a
+        condition.  Each candidate is the config layer ``tune:BM=64,...`` on
+        top of the cell's layers.
+
+        The candidates compile in parallel through the compile cache; those
+        that fail, spill (unless ``--keep-spills``) or whose occupancy is
+        under ``--min-occupancy`` are pruned, with the reason.  ``--run`` is
+        Python launching the kernels with the space's names in scope (and
+        ``cdiv(a, b)``, ceiling division); it is evaluated once per candidate
+        to record its launches, which are replayed and timed in helper
+        processes, one per GPU (``--gpus`` picks them), on copies of your
+        arrays, or on a Dask cluster with ``--client NAME``.  Outputs are
+        checked against the first candidate that ran (or ``--reference``): a
+        fast wrong kernel cannot win, and a faulting one is recorded while
+        the sweep goes on.  ``--compile-only`` (or no GPU) stops after pruning.
+
+        The winner's kernels are bound by name (a tuned template kernel under
+        its plain name too: ``gemm`` launches the winning ``gemm<64, 128>``),
+        by the rules of ``%%cuda``; ``--name t`` binds the Tuning (``t.winner``,
+        ``t.rows()``, ``t.cell``, ``t.plot(by="BM")``); ``--write`` puts the
+        ``%%cuda`` cell that builds the winner (its ``//|`` header with the
+        winning flags) into the next input cell.
+
+        Examples::
+
+            %%cuda_tune --arch sm_90a --space "BM=[64,128] block=[128,256]" --run "gemm[cdiv(n, BM), block](a, c, n)"
+            template <int BM> __global__ void gemm(const float* a, float* c, int n) { ... }
+
+            gemm[(n + 127) // 128, 256](a, c, n)     # after it, gemm is the winner, e.g. gemm<128>
+
+            %%cuda_tune --run "scale[cdiv(n, block), block](x, y, 2.0, n)" --where "block >= 128" --write
+            //| tune: {block: [64, 128, 256], maxrreg: [none, 64], ftz: [false, true]}
+            extern "C" __global__ void scale(const float* x, float* y, float a, int n) { ... }
+
+            %%cuda_tune --compile-only --space "-DUNROLL=[1,2,4] maxrreg=[32,64]" --min-occupancy .5
+            %%cuda_tune --space "BM=[64,128]" --run "..." --client dask_client --name t
+        """
+        args = _args.parse(self.cuda_tune, line,
+                           verbatim=("--space", "--where", "--nbytes", "--flops", "--reference"))
+        _names.check_name(self.shell, args.name)
+        kw = {}
+        for key in ("repeat", "warmup", "timeout"):
+            if getattr(args, key) is not None:
+                kw[key] = getattr(args, key)
+        if args.gpus is not None:
+            kw["gpus"] = _gpu_list(args.gpus)
+        if args.client is not None:
+            kw["client"] = _client(self.shell.user_ns, args.client)
+        if args.reference is not None:
+            kw["reference"] = _evaluate(self.shell, "--reference", args.reference)
+        from ..variants.tune import tune       # NumPy: imported when first used
+        try:
+            with _status(self.shell):
+                tuning = tune(cell, args.space, args.run, where=args.where,
+                              options=_args.layer(args), session=dict(self.defaults),
+                              preset=args.preset or self.preset,
+                              instantiate=tuple(args.instantiate or ()),
+                              namespace=self.shell.user_ns, compile_only=args.compile_only,
+                              min_occupancy=args.min_occupancy, keep_spills=args.keep_spills,
+                              rtol=args.rtol, atol=args.atol, flush=not args.no_flush,
+                              graph=args.graph, nbytes=args.nbytes, flops=args.flops,
+                              force=args.force, group=args.group, **kw)
+        except CompileError as exc:
+            display(ErrorView(exc))
+            exc.shown = True
+            raise
+        winner = tuning.winner
+        if winner is not None:
+            via = f"{args.name}.kernels[{{!r}}]" if args.name else \
+                "t.kernels[{!r}] (bind the tuning with --name t)"
+            bound = _names.bind_kernels(self.shell, tuning.kernels, args.name, via,
+                                        what="the tuning", magic="%%cuda_tune")
+            _names.note(f"winner #{winner.index} ({winner.label}): bound "
+                        f"{', '.join(bound) or 'no kernels'}", "%%cuda_tune")
+        if args.name:
+            self.shell.user_ns[args.name] = tuning
+        used = {n for c in tuning.candidates if c.module is not None
+                for r in c.module.results for n in r.inputs.session}
+        if used:
+            note_users(used, f"In [{self.shell.execution_count}] (%%cuda_tune)")
+        if args.write:
+            if tuning.cell is not None:
+                self.shell.set_next_input(tuning.cell, replace=False)
+            else:
+                why = "no candidate that ran had the right outputs" if \
+                    any(c.ran for c in tuning.candidates) else "nothing ran"
+                _names.note(f"--write: no winner ({why}), so no cell to write", "%%cuda_tune")
+        return tuning
+
     @magic_arguments()
     @config_options
     @argument("--unset", action="append", metavar="KEY", help="drop a session default (repeatable)")
@@ -406,8 +590,14 @@ class CudaMagics(Magics):
             display(ConfigView(defaults, preset))
 
 
+def _tune_view(tuning):
+    from ..display.tune import TuneView     # matplotlib and NumPy: imported when first shown
+    return TuneView(tuning)
+
+
 def load(ip) -> None:
-    """Register the magics, and show Modules, CompilationResults and Comparisons as their views."""
+    """Register the magics, and show Modules, CompilationResults, Comparisons and Tunings as their
+    views."""
     magics = CudaMagics(shell=ip)
     ip.register_magics(magics)
     fmt = ip.display_formatter
@@ -421,6 +611,10 @@ def load(ip) -> None:
     fmt.formatters["text/plain"].for_type_by_name(
         "cuda_magic.variants.comparison", "Comparison",
         lambda obj, p, cycle: p.text(CompareView(obj).text()))
+    fmt.mimebundle_formatter.for_type_by_name(
+        "cuda_magic.variants.tune", "Tuning", lambda obj: _tune_view(obj)._repr_mimebundle_())
+    fmt.formatters["text/plain"].for_type_by_name(
+        "cuda_magic.variants.tune", "Tuning", lambda obj, p, cycle: p.text(_tune_view(obj).text()))
     # measurements (Timing, History, Profile, Check): their views from cuda_magic.display
     from ..display.measure import KINDS
     for module, name in KINDS:

@@ -55,7 +55,8 @@ def _malformed(parser, args) -> str | None:
     comes back as ``[]``), or None."""
     for action in parser._actions:
         value = getattr(args, action.dest, None)
-        if value is None or isinstance(value, (bool, str)) or action.dest == "help":
+        if value is None or isinstance(value, (bool, str)) or action.dest == "help" or \
+                action.type is not None:     # argparse converted it (--repeat 5 -> 5)
             continue
         single = action.nargs in (None, "?")
         items = value if isinstance(action, argparse._AppendAction) else [value]
@@ -83,8 +84,9 @@ def _expand(line: str, namespace) -> str:
         return line
 
 
-def parse(magic, line: str, prefix: str | None = None):
-    """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value.
+def parse(magic, line: str, prefix: str | None = None, verbatim: tuple = ()):
+    """argparse over IPython's split, with ``--nvrtc "--flag"`` taken as the option's value
+    (and the next token after each option in ``verbatim``: ``--where "-BM < 0"``).
 
     Every failure is a :class:`UsageError` ending with the magic's usage line (``prefix``, when
     given, replaces the ``%``/``%%`` the magic's kind implies).
@@ -105,7 +107,7 @@ def parse(magic, line: str, prefix: str | None = None):
     merged = []
     it = iter(tokens)
     for tok in it:
-        if tok in _LIST_OPTIONS:
+        if tok in _LIST_OPTIONS or tok in verbatim:
             value = next(it, None)
             merged.append(tok if value is None else f"{tok}={value}")
         else:

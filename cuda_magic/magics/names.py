@@ -8,6 +8,7 @@ import keyword
 import re
 import sys
 import unicodedata
+from typing import Mapping
 
 from IPython.core.error import UsageError
 
@@ -40,9 +41,9 @@ def check_name(shell, name: str | None) -> None:
         raise UsageError(f"--name {quote(name, 40)}: that name belongs to IPython; pick another")
 
 
-def note(text: str) -> None:
+def note(text: str, magic: str = "%%cuda") -> None:
     """One line in the cell's output (stderr), for what a cell did to the user's names."""
-    print(f"%%cuda: {text}", file=sys.stderr)
+    print(f"{magic}: {text}", file=sys.stderr)
 
 
 def _kind(obj) -> str:
@@ -51,22 +52,25 @@ def _kind(obj) -> str:
         f"{cls.__module__}.{cls.__qualname__}"
 
 
-def bind(shell, module, name: str | None, kernels: bool) -> None:
-    """Bind the module's kernels (``kernels``) and the module (``--name``) in the user namespace.
+def bind_kernels(shell, kernels: Mapping[str, Kernel], name: str | None = None,
+                 via: str = "m[{!r}] (bind the module with --name m)", what: str = "the module",
+                 magic: str = "%%cuda") -> list[str]:
+    """Bind ``kernels`` (Python name -> Kernel) in the user namespace; the names bound.
 
-    A kernel whose Python name is one of IPython's own (or a keyword) is not bound; one that
-    replaces a variable that is not a Kernel, or hides a Python built-in, is bound with a note.
+    A kernel whose Python name is one of IPython's own (or a keyword), or is ``name`` (what
+    ``--name`` binds: ``what``), is not bound, with a note saying to reach it as ``via``; one
+    that replaces a variable that is not a Kernel, or hides a Python built-in, is bound with
+    a note.
     """
     ns, bound, notes = shell.user_ns, {}, []
-    via = f"{name}[{{!r}}]" if name else "m[{!r}] (bind the module with --name m)"
-    for pyname, kernel in (module.python_names() if kernels else {}).items():
+    for pyname, kernel in kernels.items():
         if shell_owns(shell, pyname) or keyword.iskeyword(pyname):
             notes.append(f"kernel {quote(pyname)} is not bound: that name belongs to "
                          f"{'Python' if keyword.iskeyword(pyname) else 'IPython'}; use "
                          + via.format(pyname))
             continue
         if pyname == name:
-            notes.append(f"--name {name} binds the module, not kernel {quote(pyname)}; use "
+            notes.append(f"--name {name} binds {what}, not kernel {quote(pyname)}; use "
                          + via.format(pyname))
             continue
         if pyname in ns and not isinstance(ns[pyname], Kernel):
@@ -77,7 +81,15 @@ def bind(shell, module, name: str | None, kernels: bool) -> None:
                          f"brings it back")
         bound[pyname] = kernel
     ns.update(bound)
-    if name:
-        ns[name] = module
     for text in notes:
-        note(text)
+        note(text, magic)
+    return list(bound)
+
+
+def bind(shell, module, name: str | None, kernels: bool) -> None:
+    """Bind the module's kernels (``kernels``) and the module (``--name``) in the user namespace,
+    by the rules of :func:`bind_kernels`."""
+    via = f"{name}[{{!r}}]" if name else "m[{!r}] (bind the module with --name m)"
+    bind_kernels(shell, module.python_names() if kernels else {}, name, via)
+    if name:
+        shell.user_ns[name] = module

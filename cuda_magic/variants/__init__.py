@@ -10,10 +10,10 @@ from .toggles import (INPUTS, TOGGLES, Variant, default_variants, parse_variant,
                       vary, vary_archs)
 
 __all__ = ["INPUTS", "TOGGLES", "Variant", "default_variants", "parse_variant", "set_toggle",
-           "state", "vary", "vary_archs", "Comparison", "RunError", "compare", "Tuning", "tune"]
+           "state", "vary", "vary_archs", "Comparison", "RunError", "compare", "Tuning"]
 
 _LAZY = {"Comparison": "comparison", "RunError": "comparison", "compare": "comparison",
-         "Recipe": "comparison", "Tuning": "tune", "tune": "tune"}
+         "Recipe": "comparison", "Tuning": "tune"}    # .tune is the module; tune() lives in it
 
 
 def __getattr__(name: str):

@@ -292,14 +292,14 @@ def recipe_of(params: Sequence[Parameter], values: Mapping[str, Any], parsed: ce
         args = []
         tps = list(zip(d.template, d.template_defaults or (None,) * len(d.template)))
         last = max(i for i, (n, _) in enumerate(tps) if n in compiled)
-        for i, (n, default) in enumerate(tps[:last + 1]):
+        for i, (n, default) in enumerate(tps):
             if n in compiled:
                 args.append(c_text(compiled[n]))
-            elif default is not None:
-                args.append(default)
-            else:
+            elif default is None:
                 raise TuneError(f"kernel '{d.qualified}': template parameter {n!r} is not in the "
                                 f"space and has no default: add it, e.g. {n}=[...]", n)
+            elif i < last:
+                args.append(default)
         spelling = f"{d.qualified}<{', '.join(args)}>"
         instances.append(spelling)
         templates.append((d.qualified, spelling))

@@ -82,6 +82,8 @@ class Candidate:
     gbps: float | None = None
     tflops: float | None = None
     gpu: str = ""
+    nbytes: float | None = None    # per run of --run, for GB/s and TFLOP/s
+    flops: float | None = None
 
     @property
     def label(self) -> str:
@@ -218,34 +220,6 @@ class _Runs:
 
 # ---------------------------------------------------------------------------- checking outputs
 
-_RTOL = {2: 1e-2, 4: 1e-4, 8: 1e-10}
-
-
-def differs(name: str, out: np.ndarray, ref: np.ndarray, rtol: float | None,
-            atol: float | None) -> str | None:
-    """Why ``out`` is not ``ref`` (None when it matches).  Floats match within ``rtol`` of each
-    element plus ``atol`` (default: ``rtol`` x the largest magnitude of the reference), so a
-    different summation order passes and a wrong result does not; integers match exactly."""
-    out, ref = np.asarray(out), np.asarray(ref)
-    if out.shape != ref.shape:
-        return f"{name} has shape {out.shape}, the reference {ref.shape}"
-    if ref.dtype.kind in "fc":
-        r = rtol if rtol is not None else _RTOL.get(ref.dtype.itemsize // (2 if ref.dtype.kind == "c" else 1), 1e-4)
-        finite = np.isfinite(ref)
-        scale = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
-        a = atol if atol is not None else r * max(scale, np.finfo(ref.dtype).tiny)
-        bad = ~np.isclose(out, ref, rtol=r, atol=a, equal_nan=True)
-    else:
-        bad = out != ref
-    count = int(np.count_nonzero(bad))
-    if not count:
-        return None
-    first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
-    where = f"[{', '.join(str(int(i)) for i in first)}]" if first else ""
-    return (f"{name} differs at {count} of {bad.size} elements (first at {name}{where}: "
-            f"{out[first]!r} vs {ref[first]!r})")
-
-
 # ---------------------------------------------------------------------------- the result
 
 class Tuning:
@@ -267,7 +241,10 @@ class Tuning:
         self.notes = list(notes)
         self.seconds = dict(timings)      # stage -> seconds
         self.group = group
-        ran = [c for c in self.candidates if c.status in ("ok", "winner")]
+        for c in self.candidates:
+            if c.status == "winner":
+                c.status = "ok"
+        ran = [c for c in self.candidates if c.status == "ok" and c.time_ms is not None]
         self.winner: Candidate | None = min(ran, key=lambda c: (c.time_ms, c.index)) if ran else None
         if self.winner is not None:
             self.winner.status = "winner"
@@ -374,16 +351,17 @@ def _options(**kw) -> dict:
     if kw["min_occupancy"] is not None:
         v = kw["min_occupancy"]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise TuneError(f"min_occupancy={v!r}: a fraction of the SM's warps from 0 to 1, "
-                            f"e.g. 0.25")
+            raise TuneError(f"--min-occupancy (min_occupancy=) {v!r}: a fraction of the SM's "
+                            f"warps from 0 to 1, e.g. 0.25")
     for name in ("rtol", "atol"):
         v = kw[name]
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
                               or not math.isfinite(v)):
-            raise TuneError(f"{name}={v!r}: a non-negative number")
+            raise TuneError(f"--{name} ({name}=) {v!r}: a non-negative number")
     t = kw["timeout"]
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 86400:
-        raise TuneError(f"timeout={t!r}: seconds one candidate may run on its GPU, e.g. 60")
+        raise TuneError(f"--timeout (timeout=) {t!r}: seconds one candidate may run on its GPU, "
+                        f"e.g. 60")
     return kw
 
 
@@ -442,8 +420,9 @@ def _gpus(pool_gpus, arch: str) -> tuple[list[int], list[str]]:
     notes = []
     chosen = list(range(len(archs))) if pool_gpus is None else list(pool_gpus)
     for g in chosen:
-        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < max(len(archs), 1):
-            raise TuneError(f"gpus={list(pool_gpus)!r}: this host has GPUs 0 to {len(archs) - 1}")
+        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < len(archs):
+            raise TuneError(f"--gpus (gpus=) {list(pool_gpus)!r}: " + (
+                f"this host has GPUs 0 to {len(archs) - 1}" if archs else "this host has no GPU"))
     ok = [g for g in chosen if g < len(archs) and pick_arch((arch,), archs[g], arch.startswith("compute_")) is not None]
     for g in chosen:
         if g not in ok:
@@ -471,7 +450,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     ``compile_only``: stop after pruning (no GPU needed).  ``min_occupancy``: prune below
     this fraction of the SM's warps; spilling candidates are pruned unless ``keep_spills``.
     ``reference``: the expected arrays (``{name: array}``, or one array when ``run`` has one
-    output); default: the first candidate that ran.  ``rtol``/``atol``: see :func:`differs`.
+    output); default: the first candidate that ran.  ``rtol``/``atol``: see :func:`cuda_magic.runtime.sweep.differs`.
     ``repeat``/``warmup``/``flush``/``graph``: as ``k.bench``.  ``nbytes``/``flops``: per
     candidate, numbers or expressions over the space's names (``"2*M*N*K"``), for GB/s and
     TFLOP/s.  ``gpus``: device ordinals (default: every GPU that runs the build);
@@ -488,7 +467,6 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     started = time.monotonic()
     opts = _options(min_occupancy=min_occupancy, rtol=rtol, atol=atol, timeout=timeout)
     bench_opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph)
-    bench_opts = {k: bench_opts[k] for k in ("repeat", "warmup", "flush", "graph")}
     layer = dict(validate(options))
     layer.update(validate(config))
     if arch is not None:
@@ -509,7 +487,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
         raise TuneError("the space is empty: give at least one parameter, e.g. BM=[64, 128]")
     params = classify(parsed_space, parsed)
     if group is not None and group not in {p.name for p in params}:
-        raise TuneError(f"group={group!r} is not a parameter of the space "
+        raise TuneError(f"--group (group=) {group!r} is not a parameter of the space "
                         f"({', '.join(p.name for p in params)})", group)
     cond = _where(where)
     texts = (run,) if isinstance(run, str) else tuple(run or ())
@@ -517,6 +495,11 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
         frame = sys._getframe(1)
         namespace = {**frame.f_globals, **frame.f_locals}
     resolved = cell.resolve_cell(source, layer, session=session, preset=preset)
+    templated = [p.name for p in params if p.kind == "template"]
+    if templated and resolved.get("compiler") == "nvcc":
+        raise TuneError(f"{', '.join(templated)}: template arguments are instantiated through NVRTC's "
+                        f"name expressions; nvcc compiles the cell as written: tune them with "
+                        f"--compiler nvrtc, or make them macros (-D{templated[0]})", templated[0])
     if len(resolved.archs) > 1:
         raise TuneError(f"'arch' lists {', '.join(resolved.archs)}: a sweep builds one arch; tune "
                         f"on one (--arch {resolved.archs[0]}) and compare archs with "
@@ -562,14 +545,24 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     timings: dict[str, float] = {}
     jobs: dict[int, sweep.Job] = {}
     futures: dict = {}
-    outcomes: dict = {}
+    judge = _Judge(candidates, reference, opts["rtol"], opts["atol"])
+    seen: set = set()               # bench futures whose outcome was taken
     compiled = 0
+
+    def collect(done) -> None:
+        for fut in done:
+            seen.add(fut)
+            judge.add(futures[fut], pool.outcome(fut, jobs[futures[fut].index]))
+        if done:
+            judge.settle()
+
     build_pool = ThreadPoolExecutor(max_workers=max(1, min(len(by_recipe), WORKERS, os.cpu_count() or 1)),
                                     thread_name_prefix="cuda-magic tune")
     try:
         if want_gpu:        # the helpers start now and ready CUDA while the candidates compile
             pool = sweep.DaskPool(client, runs.arrays) if client is not None else \
-                sweep.LocalPool(chosen, runs.arrays)
+                sweep.local_pool(chosen).begin(runs.arrays)
+            judge.pool = pool
         build = {build_pool.submit(_build, source, layer, session, preset,
                                    tuple(instantiate) + r.instances, force, r): r for r in by_recipe}
         pending = set(build)
@@ -579,18 +572,21 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
                 compiled += 1
                 for c in _compiled(by_recipe[build[fut]], *fut.result(), runs, keep_spills,
                                    opts["min_occupancy"], want_gpu):
+                    c.nbytes = _amount(nbytes, c.params, namespace, "nbytes")
+                    c.flops = _amount(flops, c.params, namespace, "flops")
                     jobs[c.index] = _job(c, runs, bench_opts, float(timeout))
                     if jobs[c.index] is not None:
+                        judge.expect(c, jobs[c.index])
                         futures[pool.submit(jobs[c.index])] = c
-            tick(f"tuning: {compiled}/{len(by_recipe)} builds compiled", started)
+            collect([f for f in futures if f not in seen and f.done()])
+            tick(f"tuning: {compiled}/{len(by_recipe)} builds compiled, {len(seen)} candidates "
+                 f"benched", started)
         timings["compile"] = time.monotonic() - started
-        waiting = set(futures)
+        waiting = set(futures) - seen
         while waiting:
             done, waiting = pool.wait(waiting, 0.25)
-            for fut in done:
-                c = futures[fut]
-                outcomes[c.index] = pool.outcome(fut, jobs[c.index])
-            tick(f"tuning: {len(outcomes)}/{len(futures)} candidates benched on "
+            collect(done)
+            tick(f"tuning: {len(seen)}/{len(futures)} candidates benched on "
                  f"{pool.describe()}", started)
         timings["total"] = time.monotonic() - started
     except BaseException:
@@ -599,13 +595,12 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
             pool.close()
         raise
     build_pool.shutdown(wait=False)
-    if pool is not None and pool.kind == "local":
-        pool.close()
     pool_name = pool.describe() if pool is not None else ""
-    _judge(candidates, outcomes, reference, opts["rtol"], opts["atol"],
-           nbytes, flops, namespace or {})
-    if compile_only and texts:
+    if compile_only:
         notes.append("--compile-only: nothing ran")
+    elif not texts:
+        notes.append("no --run: nothing ran (give the launch, e.g. --run \"k[grid, block](x, n)\", "
+                     "to bench the candidates)")
     return Tuning(source, params, candidates, layer, preset, texts, pool_name, notes, timings, group)
 
 
@@ -666,7 +661,7 @@ def _reference(reference):
         return {str(k): np.asarray(_host(str(k), v)) for k, v in reference.items()}
     if _is_array(reference):
         return {"": np.asarray(_host("reference", reference))}
-    raise TuneError(f"reference= takes {{array name: expected array}} or one array, not "
+    raise TuneError(f"--reference (reference=) takes {{array name: expected array}} or one array, not "
                     f"{type(reference).__name__}")
 
 
@@ -682,47 +677,81 @@ def _amount(value, values: Mapping, namespace: Mapping, what: str) -> float | No
                         f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
 
 
-def _judge(candidates, outcomes, reference, rtol, atol, nbytes, flops, namespace) -> None:
-    """Each benched candidate's status from its outcome and its outputs against the reference."""
-    ref_outputs = None
-    if reference is not None:
-        ref_outputs = reference
-    for c in candidates:
-        o = outcomes.get(c.index)
-        if o is None:
-            continue
+class _Judge:
+    """Each benched candidate's status from its outcome, and its outputs against the reference,
+    as the outcomes arrive: the reference is the given one, or the outputs of the lowest-index
+    candidate that ran, known once every candidate before it has its outcome."""
+
+    def __init__(self, candidates: Sequence[Candidate], reference, rtol, atol, pool=None):
+        self.by_index = {c.index: c for c in candidates}
+        self.order: list[int] = []          # the benched candidates, by index
+        self.ref = reference
+        self.rtol, self.atol = rtol, atol
+        self.pending: list[Candidate] = []  # ran, not yet checked
+        self.pool = pool                    # told the reference: helpers then check the outputs
+        self.told = False
+        self.refs = None                    # the reference, ready to check with
+
+    def expect(self, c: Candidate, job: sweep.Job) -> None:
+        self.order.append(c.index)
+        if self.ref is not None and "" in self.ref and len(self.ref) == 1 and len(job.outputs) == 1:
+            self.ref = {job.outputs[0]: self.ref[""]}      # one array given: the one output
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.ref is not None and not self.told and self.pool is not None and "" not in self.ref:
+            self.pool.set_reference(self.ref, self.rtol, self.atol)
+            self.told = True
+
+    def add(self, c: Candidate, o: sweep.Outcome) -> None:
         c.outcome, c.gpu = o, o.gpu
         if not o.ok:
-            c.status, c.reason = o.status, f"{o.error + ': ' if o.error else ''}{o.message}"
-            continue
-        c.time_ms = o.median_ms
-        if ref_outputs is None:
-            ref_outputs = {k: v for k, v in o.outputs.items()}
-            c.reason = "the reference (first candidate that ran)"
-        c.status = "ok"
-    for c in candidates:
-        if c.status != "ok":
-            continue
+            named = o.error and o.error not in o.message
+            c.status, c.reason = o.status, f"{o.error + ': ' if named else ''}{o.message}"
+            return
+        c.status, c.time_ms = "ok", o.median_ms
+        if o.checked:                       # its helper compared the outputs already
+            self._verdict(c, o.wrong)
+        else:
+            self.pending.append(c)
+
+    def settle(self) -> None:
+        if self.ref is None:
+            for i in sorted(self.order):
+                c = self.by_index[i]
+                if c.outcome is None:
+                    return                  # an earlier candidate may still be the reference
+                if c.status == "ok":
+                    self.ref = dict(c.outcome.outputs)
+                    c.reason = "the reference (first candidate that ran)"
+                    break
+            if self.ref is None:
+                return
+            self._tell()
+        for c in self.pending:
+            self._check(c)
+        self.pending = []
+
+    def _check(self, c: Candidate) -> None:
         outs = c.outcome.outputs
-        if "" in ref_outputs and len(ref_outputs) == 1:
+        expected = self.ref
+        if "" in expected and len(expected) == 1:
             if len(outs) != 1:
                 c.status, c.reason = "error", (f"reference= is one array but --run has "
                                                f"{len(outs)} outputs ({', '.join(outs)}): give "
                                                f"{{name: array}}")
-                continue
-            expected = {next(iter(outs)): ref_outputs[""]}
-        else:
-            expected = ref_outputs
-        for name, ref in expected.items():
-            if name not in outs:
-                continue
-            why = differs(name, outs[name], ref, rtol, atol)
-            if why:
-                c.status, c.reason = "wrong", why
-                break
-        if c.status == "ok" and c.time_ms:
-            nb = _amount(nbytes, c.params, namespace, "nbytes")
-            fl = _amount(flops, c.params, namespace, "flops")
+                return
+            expected = {next(iter(outs)): expected[""]}
+        if self.refs is None or set(self.refs) != set(expected):
+            self.refs = sweep.references(expected, self.rtol, self.atol)
+        self._verdict(c, sweep.check(outs, self.refs))
+
+    @staticmethod
+    def _verdict(c: Candidate, wrong: str | None) -> None:
+        if wrong:
+            c.status, c.reason = "wrong", wrong
+            return
+        if c.time_ms:
             seconds = c.time_ms / 1e3
-            c.gbps = nb / seconds / 1e9 if nb else None
-            c.tflops = fl / seconds / 1e12 if fl else None
+            c.gbps = c.nbytes / seconds / 1e9 if c.nbytes else None
+            c.tflops = c.flops / seconds / 1e12 if c.flops else None

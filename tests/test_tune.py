@@ -1,0 +1,298 @@
+"""Sweeps without a GPU: the space, what each parameter does, candidates compiled in parallel,
+pruning with reasons, --compile-only, and the cell written back for the winner."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import cuda_magic
+from cuda_magic.cell import CellError, parse_cell
+from cuda_magic.variants import tune as tune_mod
+from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
+                                       recipe_of)
+from cuda_magic.runtime.sweep import differs
+from cuda_magic.variants.tune import Candidate, tune
+from cuda_magic.variants.writeback import write_back
+
+from conftest import ARCH, HEAVY
+
+SGEMM = (pathlib.Path(__file__).parent / "kernels" / "tune" / "tiled_sgemm.cu").read_text()
+
+SCALE_T = r'''
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+template <int BM>
+__global__ void scale(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    #pragma unroll UNROLL
+    for (int j = 0; j < BM; ++j) if (i * BM + j < n) y[i * BM + j] = a * x[i * BM + j];
+}
+'''
+
+# the same without the template, and no macro in a #pragma unroll (nvcc expands none there)
+PLAIN = SCALE_T.replace("template <int BM>", "#define BM 4").replace("#pragma unroll UNROLL",
+                                                                    "y[0] = UNROLL;")
+
+
+# ---- the space ---------------------------------------------------------------------------------
+
+def test_space_text_forms():
+    s = parse_space("BM=[64, 128] maxrreg=[none,128] block=range(64, 257, 64) T=[float,double] "
+                    "ftz=[true,false] -DTILE=8")
+    assert s == {"BM": (64, 128), "maxrreg": (None, 128), "block": (64, 128, 192, 256),
+                 "T": ("float", "double"), "ftz": (True, False), "-DTILE": (8,)}
+    assert parse_space({"BM": [64], "flags": ["-lineinfo", None]}) == \
+        {"BM": (64,), "flags": ("-lineinfo", None)}
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("BM=[]", ["'BM'", "no values"]),
+    ("BM=[64", ["'BM'", "unclosed"]),
+    ("BM=[64] BM=[128]", ["'BM'", "twice"]),
+    ("BM=[64, 64]", ["'BM'", "twice"]),
+    ("BM=[[1, 2]]", ["'BM'", "flat list"]),
+    ("BM=[{a: 1}]", ["'BM'", "flat list"]),
+    ("9x=[1]", ["NAME=[v1, v2, ...]"]),
+    ("BM", ["NAME=[v1, v2, ...]"]),
+    ("BM=range(a, b)", ["'BM'", "range(start, stop"]),
+    ("BM=[1, .inf]", ["'BM'"]),
+    ("A=range(100) B=range(100)", ["10000 combinations", f"at most {MAX_CANDIDATES}"]),
+])
+def test_bad_spaces_name_the_parameter(spec, words):
+    with pytest.raises(TuneError) as info:
+        parse_space(spec)
+    text = str(info.value)
+    for w in words:
+        assert w in text, text
+    assert len(text) < 300
+
+
+def test_kinds_follow_the_cell():
+    parsed = parse_cell(SCALE_T)
+    kinds = {p.name: p.kind for p in classify(parse_space(
+        "BM=[32] UNROLL=[1] block=[128] maxrreg=[none] other=[1] -Dunused=[1] fast_math=[true]"),
+        parsed)}
+    assert kinds == {"BM": "template", "UNROLL": "macro", "block": "launch", "maxrreg": "flag",
+                     "other": "launch", "unused": "macro", "fast_math": "flag"}
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("maxrreg=[8]", ["'maxrreg'", "16 to 255"]),
+    ("ftz=[1]", ["'ftz'", "true, false or none"]),
+    ("BM=[none]", ["'BM'", "template argument"]),
+])
+def test_bad_values_for_their_kind(spec, words):
+    with pytest.raises(TuneError) as info:
+        classify(parse_space(spec), parse_cell(SCALE_T))
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_recipe_flags_toggles_and_instances():
+    parsed = parse_cell(SGEMM)
+    params = classify(parse_space("BM=[64] BN=[32] TM=[4] TN=[4] BK=[16] maxrreg=[96] ftz=[false] "
+                                  "block=[1]"), parsed)
+    r = recipe_of(params, {p.name: p.values[0] for p in params}, parsed)
+    assert r.instances == ("sgemm<64, 32, 4, 4>",)
+    assert r.flags == ("-DBK=16", "--maxrregcount=96")
+    assert r.toggles == (("ftz", False),)
+    assert r.layer == "tune:BM=64,BN=32,TM=4,TN=4,BK=16,maxrreg=96,ftz=false"
+    # a template parameter left out with no default is named
+    params = classify(parse_space("BM=[64]"), parsed)
+    with pytest.raises(TuneError, match="'BN' is not in the space"):
+        recipe_of(params, {"BM": 64}, parsed)
+
+
+def test_tune_header_belongs_to_the_cell_header():
+    p = parse_cell("//| arch: sm_90a\n//| tune: {BM: [1, 2]}\n__global__ void k(int* x) { }\n")
+    assert p.tune == {"BM": [1, 2]} and p.header == {"arch": "sm_90a"}
+    with pytest.raises(CellError, match="cell header"):
+        parse_cell("//| tune: {BM: [1]}\n__global__ void k(int* x) { }\n"
+                   "//| tune: {X: [1]}\n__global__ void j(int* x) { }\n")
+    # %%cuda builds a cell with a tune: header as written
+    m = cuda_magic.build("//| tune: {UNROLL: [1, 4]}\n" + SCALE_T.replace("template <int BM>", "")
+                         .replace("BM", "4"), {"arch": ARCH})
+    assert "scale" in m.kernels
+
+
+# ---- compiling, pruning --------------------------------------------------------------------------
+
+def test_compile_only_every_candidate_with_provenance():
+    t = tune(SCALE_T, "BM=[16, 32] UNROLL=[1, 4] block=[128, 256]", arch=ARCH, compile_only=True)
+    assert len(t.candidates) == 8 and t.counts == {"compiled": 8}
+    builds = {id(c.module) for c in t.candidates}
+    assert len(builds) == 4            # block is launch-only: no build of its own
+    c = t.candidates[-1]
+    assert c.params == {"BM": 32, "UNROLL": 4, "block": 256}
+    config = c.module.config_of("scale<32>")
+    assert config.provenance["nvrtc"] == "default + tune:BM=32,UNROLL=4"
+    assert config["nvrtc"][-1] == "-DUNROLL=4"
+    assert c.registers and c.spill_bytes == 0 and c.occupancy == 1.0
+    rows = t.rows()
+    assert len(rows) == 8
+    assert t.winner is None and t.cell is None
+    assert "Tuning 8 candidates" in repr(t)
+
+
+def test_where_filters_and_says_so():
+    t = tune(SCALE_T, "BM=[16, 32, 64] block=[64, 128]", arch=ARCH, compile_only=True,
+             where="BM * block <= 2048")
+    assert [c.params for c in t.candidates] == [{"BM": 16, "block": 64}, {"BM": 16, "block": 128},
+                                                {"BM": 32, "block": 64}]
+    assert any("3 of 6 combinations" in n for n in t.notes)
+    with pytest.raises(TuneError, match="keeps none"):
+        tune(SCALE_T, "BM=[16]", arch=ARCH, compile_only=True, where="BM > 100")
+    with pytest.raises(TuneError, match="--where"):
+        tune(SCALE_T, "BM=[16]", arch=ARCH, compile_only=True, where="BM >")
+    with pytest.raises(TuneError, match="NameError"):
+        tune(SCALE_T, "BM=[16]", arch=ARCH, compile_only=True, where="nope > 1")
+
+
+def test_pruned_for_spills_occupancy_and_failed_compiles():
+    src = HEAVY + SCALE_T.replace("#pragma unroll UNROLL", "#if UNROLL == 3\n#error three\n#endif")
+    t = tune(src, "maxrreg=[none, 24] UNROLL=[1, 3] block=[1024]", arch=ARCH, compile_only=True,
+             min_occupancy=0.9, instantiate=["scale<4>"])
+    by = {(c.params["maxrreg"], c.params["UNROLL"]): c for c in t.candidates}
+    assert by[(None, 3)].status == "failed" and "three" in by[(None, 3)].reason
+    assert by[(24, 1)].status == "pruned" and by[(24, 1)].reason.startswith("spills")
+    # heavy at 1024 threads with ~100 registers: a lower occupancy than asked for
+    assert by[(None, 1)].status == "pruned" and "occupancy" in by[(None, 1)].reason
+    assert "%" in by[(None, 1)].reason and "registers" in by[(None, 1)].reason
+    kept = tune(src, "maxrreg=[24] UNROLL=[1]", arch=ARCH, compile_only=True, keep_spills=True,
+                instantiate=["scale<4>"])
+    assert kept.candidates[0].status == "compiled" and kept.candidates[0].spill_bytes > 0
+
+
+def test_run_is_recorded_without_a_gpu():
+    x = np.ones(1000, np.float32)
+    y = np.zeros_like(x)
+    n = 1000
+    t = tune(SCALE_T, "BM=[4, 8] block=[128, 1024]", "scale[cdiv(n, BM * block), block](x, y, 2.0, n)",
+             arch=ARCH, min_occupancy=0.6)
+    # the occupancy is the launch's: block 1024 of a small kernel still fits, and nothing ran
+    assert {c.status for c in t.candidates} <= {"compiled", "pruned"}
+    c = t.candidates[0]
+    assert c.launches[0][2] == (1, 1, 1, 128, 1, 1) or c.launches[0][2][3] == 128
+    if cuda_magic.detect_arch() is None:
+        assert any("no GPU" in n for n in t.notes)
+    # a --run that fails while recording is that candidate's error, named
+    bad = tune(SCALE_T, "BM=[4]", "scale[nope, 128](x, y, 2.0, n)", arch=ARCH)
+    assert bad.candidates[0].status == "error" and "NameError" in bad.candidates[0].reason
+    wrong_count = tune(SCALE_T, "BM=[4]", "scale[1, 128](x, y)", arch=ARCH)
+    assert "takes 4 arguments" in wrong_count.candidates[0].reason
+
+
+def test_bad_options_are_named():
+    for kw, word in [({"min_occupancy": 2}, "min_occupancy"), ({"rtol": -1}, "rtol"),
+                     ({"timeout": 0}, "timeout"), ({"group": "nope"}, "group"),
+                     ({"repeat": 0}, "repeat")]:
+        with pytest.raises(cuda_magic.Error, match=word):
+            tune(SCALE_T, "BM=[4]", arch=ARCH, compile_only=True, **kw)
+    with pytest.raises(TuneError, match="no space"):
+        tune(SCALE_T, arch=ARCH)
+    with pytest.raises(TuneError, match="one arch"):
+        tune(SCALE_T, "BM=[4]", arch="sm_80,sm_90a", compile_only=True)
+    with pytest.raises(TuneError, match=r"//\| tune: .*'BM'"):
+        tune("//| tune: {BM: []}\n" + SCALE_T, arch=ARCH, compile_only=True)
+
+
+def test_header_space_and_nvcc():
+    t = tune(SGEMM, arch=ARCH, compile_only=True, where="BM == 64 and BN == 64")
+    assert [c.params for c in t.candidates] == [{"BM": 64, "BN": 64, "TM": 4, "TN": 4},
+                                                {"BM": 64, "BN": 64, "TM": 8, "TN": 4}]
+    nvcc = {"compiler": "nvcc", "target_format": "cubin"}
+    with pytest.raises(TuneError, match="BM, BN, TM, TN: template arguments .* --compiler nvrtc"):
+        tune(SGEMM, arch=ARCH, compile_only=True, config=nvcc)
+    t = tune(SCALE_T, "UNROLL=[1, 2]", arch=ARCH, compile_only=True, config=nvcc,
+             instantiate=["scale<4>"])
+    assert all(c.status == "failed" and "NVRTC" in c.reason for c in t.candidates)
+    t = tune(PLAIN, "UNROLL=[1, 2]", arch=ARCH, compile_only=True, config=nvcc)
+    assert all(c.status == "compiled" and c.module.result.compiler == "nvcc" for c in t.candidates)
+
+
+# ---- checking outputs ----------------------------------------------------------------------------
+
+def test_differs_tolerates_order_not_errors():
+    ref = np.linspace(-1, 1, 1000, dtype=np.float32)
+    assert differs("y", ref * (1 + 1e-6), ref, None, None) is None
+    why = differs("y", np.where(np.arange(1000) == 7, 5.0, ref).astype(np.float32), ref, None, None)
+    assert why.startswith("y differs at 1 of 1000 elements") and "y[7]" in why
+    assert differs("i", np.arange(4), np.arange(4), None, None) is None
+    assert "shape" in differs("i", np.arange(4), np.arange(5), None, None)
+    assert differs("n", np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), None, None) is None
+
+
+# ---- write-back ---------------------------------------------------------------------------------
+
+def _winner(t, i=-1) -> Candidate:
+    return t.candidates[i]
+
+
+def _rebuilt(text: str):
+    line, _, body = text.partition("\n")
+    assert line.startswith("%%cuda ")
+    import shlex
+    words = shlex.split(line)[1:]
+    opts, inst = {}, []
+    it = iter(words)
+    for w in it:
+        v = next(it)
+        if w == "--instantiate":
+            inst.append(v)
+        else:
+            opts[w[2:]] = v
+    layer = cuda_magic.line_config(arch=opts.get("arch"), compiler=opts.get("compiler"),
+                                   target_format=opts.get("target-format"), nvrtc=opts.get("nvrtc"),
+                                   nvcc=opts.get("nvcc"), nvrtc_append=opts.get("nvrtc+"))
+    return cuda_magic.build(body, layer, instantiate=inst)
+
+
+@pytest.mark.parametrize("cell, line, space", [
+    (SCALE_T, {}, "BM=[8] UNROLL=[4] maxrreg=[64] block=[256]"),
+    ("//| nvrtc: [--use_fast_math, -lineinfo]\n" + SCALE_T, {}, "BM=[8] UNROLL=[2]"),
+    ("//| nvrtc+: [-lineinfo]\n//| tune: {BM: [8], UNROLL: [2]}\n" + SCALE_T, {}, None),
+    (SCALE_T, {"nvrtc": ["-lineinfo"]}, "BM=[8] UNROLL=[2]"),
+    (SCALE_T, {"nvrtc+": ["-lineinfo"]}, "BM=[8] UNROLL=[2]"),
+    (SCALE_T, {}, "BM=[8] ftz=[false] fast_math=[true]"),
+    ("//| nvrtc: [-lineinfo]\n" + SCALE_T, {}, "BM=[8] prec_div=[false] UNROLL=[3]"),
+    (SCALE_T.replace("template <int BM>", "//| nvrtc: [--use_fast_math, -DX=1]\ntemplate <int BM>"),
+     {}, "BM=[8] UNROLL=[2]"),
+    (PLAIN, {"compiler": "nvcc", "target_format": "cubin"}, "UNROLL=[2] flags=['-lineinfo -O3']"),
+])
+def test_write_back_reproduces_the_argv(cell, line, space):
+    layer = {"arch": ARCH, **line}
+    t = tune(cell, space, compile_only=True, options=cuda_magic.line_config(**_line_kwargs(layer)))
+    c = _winner(t)
+    assert c.status == "compiled", c.reason
+    text = write_back(cell, t.options, None, c, {"block": 256})
+    assert "tune:" not in text.split("\n", 1)[1].split("template")[0]
+    m = _rebuilt(text)
+    kernel = next(iter(m.kernels))
+    mine, theirs = m.result_of(kernel), c.module.result_of(kernel)
+    assert mine.config.config == theirs.config.config, text
+    if mine.compiler == "nvrtc":        # nvcc's argv names its private temporary directory
+        assert mine.argv == theirs.argv, text
+    assert "// tuned launch: block=256" in text
+
+
+def _line_kwargs(layer):
+    out = {}
+    for k, v in layer.items():
+        key = {"nvrtc+": "nvrtc_append", "nvcc+": "nvcc_append"}.get(k, k)
+        out[key] = v if isinstance(v, str) else " ".join(v)
+    return out
+
+
+def test_tuning_cell_and_header_for_a_winner():
+    t = tune(SCALE_T, "BM=[8] UNROLL=[4] block=[256]", arch=ARCH, compile_only=True)
+    c = t.candidates[0]
+    c.status, c.time_ms = "ok", 0.5
+    t2 = tune_mod.Tuning(t.source, t.parameters, t.candidates, t.options, None, (), "", [], {})
+    assert t2.winner is c and c.status == "winner"
+    assert t2.launch == {"block": 256}
+    assert t2.cell.startswith("%%cuda --arch sm_90a --instantiate 'scale<8>'\n")
+    assert "//| nvrtc+: [-DUNROLL=4]" in t2.cell
+    assert t2.header.splitlines()[0].startswith("%%cuda") and "template" not in t2.header
+    assert set(t2.kernels) >= {"scale", "scale_8"}

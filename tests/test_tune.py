@@ -296,3 +296,16 @@ def test_tuning_cell_and_header_for_a_winner():
     assert "//| nvrtc+: [-DUNROLL=4]" in t2.cell
     assert t2.header.splitlines()[0].startswith("%%cuda") and "template" not in t2.header
     assert set(t2.kernels) >= {"scale", "scale_8"}
+
+
+def test_hostile_values_fail_their_candidate_not_the_sweep():
+    t = tune(PLAIN, "flags=['-arch=sm_80', '-lineinfo'] UNROLL=['1 /* x */', 2]", arch=ARCH,
+             compile_only=True)
+    by = {(c.params["flags"], c.params["UNROLL"]): c for c in t.candidates}
+    bad = by[("-arch=sm_80", 2)]
+    assert bad.status == "failed" and "reserved" in bad.reason and "'arch'" in bad.reason
+    assert by[("-lineinfo", "1 /* x */")].status == "compiled"      # a macro value as written
+    with pytest.raises(TuneError, match="20000"):
+        tune(PLAIN, "X=[" + "1," * 20000 + "1]", arch=ARCH, compile_only=True)
+    with pytest.raises(TuneError, match="'UNROLL'.*printable"):
+        tune(PLAIN, {"UNROLL": ["1\n#include </etc/passwd>"]}, arch=ARCH, compile_only=True)

@@ -347,6 +347,28 @@ def _where(text: str | None):
     return compile(tree, "<--where>", "eval")
 
 
+def _combos(params: Sequence[Parameter], where: str | None) -> list[dict]:
+    """Every point of the space (``{name: value}``, in the space's order), those meeting
+    ``where`` when it is given."""
+    cond = _where(where)
+    names = [p.name for p in params]
+    combos = [dict(zip(names, values)) for values in itertools.product(*(p.values for p in params))]
+    if cond is None:
+        return combos
+    kept = []
+    for values in combos:
+        try:
+            ok = eval(cond, {"__builtins__": {"min": min, "max": max, "abs": abs}}, dict(values))
+        except Exception as exc:
+            raise TuneError(f"--where {quote(where, 80)} failed for {label(values)}: "
+                            f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+        if ok:
+            kept.append(values)
+    if not kept:
+        raise TuneError(f"--where {quote(where, 80)} keeps none of the {len(combos)} combinations")
+    return kept
+
+
 def _options(**kw) -> dict:
     if kw["min_occupancy"] is not None:
         v = kw["min_occupancy"]
@@ -489,7 +511,6 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     if group is not None and group not in {p.name for p in params}:
         raise TuneError(f"--group (group=) {group!r} is not a parameter of the space "
                         f"({', '.join(p.name for p in params)})", group)
-    cond = _where(where)
     texts = (run,) if isinstance(run, str) else tuple(run or ())
     if namespace is None and texts:
         frame = sys._getframe(1)
@@ -505,23 +526,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
                         f"on one (--arch {resolved.archs[0]}) and compare archs with "
                         f"%%cuda_compare --vary arch=...", "arch")
 
-    # the candidates
-    names = [p.name for p in params]
-    combos = [dict(zip(names, values)) for values in itertools.product(*(p.values for p in params))]
-    if cond is not None:
-        kept = []
-        for values in combos:
-            try:
-                ok = eval(cond, {"__builtins__": {"min": min, "max": max, "abs": abs}}, dict(values))
-            except Exception as exc:
-                raise TuneError(f"--where {quote(where, 80)} failed for {label(values)}: "
-                                f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
-            if ok:
-                kept.append(values)
-        if not kept:
-            raise TuneError(f"--where {quote(where, 80)} keeps none of the {len(combos)} "
-                            f"combinations")
-        combos = kept
+    combos = _combos(params, where)
     candidates = [Candidate(i, values, recipe_of(params, values, parsed)) for i, values in enumerate(combos)]
     by_recipe: dict[Recipe, list[Candidate]] = {}
     for c in candidates:
@@ -529,7 +534,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
 
     runs = _Runs(texts, namespace or {}) if texts else None
     notes = [f"{len(combos)} of {math.prod(len(p.values) for p in params)} combinations meet "
-             f"--where {where}"] if cond is not None else []
+             f"--where {where}"] if where is not None else []
     want_gpu = bool(texts) and not compile_only
     pool = None
     if want_gpu and client is None:

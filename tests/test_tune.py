@@ -309,3 +309,29 @@ def test_hostile_values_fail_their_candidate_not_the_sweep():
         tune(PLAIN, "X=[" + "1," * 20000 + "1]", arch=ARCH, compile_only=True)
     with pytest.raises(TuneError, match="'UNROLL'.*printable"):
         tune(PLAIN, {"UNROLL": ["1\n#include </etc/passwd>"]}, arch=ARCH, compile_only=True)
+
+
+def test_ctrl_c_gives_up_the_builds(monkeypatch):
+    import os
+    import signal
+    import threading
+    import time
+    from cuda_magic.compile.backends import limits
+    seen = threading.Event()
+
+    def slow(*args):
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            if limits.cancelled():      # what nvcc's wait checks: its process group is killed
+                seen.set()
+                return None, "cancelled"
+            time.sleep(0.02)
+        return None, "not cancelled"
+    monkeypatch.setattr(tune_mod, "_build", slow)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        tune(PLAIN, "UNROLL=[1, 2, 3]", arch=ARCH, compile_only=True)
+    assert time.monotonic() - start < 5
+    assert seen.wait(5)

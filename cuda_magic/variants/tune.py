@@ -28,10 +28,12 @@ recorded and the sweep goes on.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import os
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -42,7 +44,7 @@ import numpy as np
 from .. import cell
 from ..compile.arch import detect_arch, gpu_archs, pick_arch
 from ..compile.backends import CompileError
-from ..compile.backends.limits import WORKERS, tick
+from ..compile.backends.limits import WORKERS, cancellable, tick
 from ..config import ConfigError, clip, quote, validate
 from ..runtime import bench as _bench
 from ..runtime import sweep
@@ -561,6 +563,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
         if done:
             judge.settle()
 
+    cancel = threading.Event()
+    run = cancellable(cancel)
     build_pool = ThreadPoolExecutor(max_workers=max(1, min(len(by_recipe), WORKERS, os.cpu_count() or 1)),
                                     thread_name_prefix="cuda-magic tune")
     try:
@@ -568,8 +572,9 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
             pool = sweep.DaskPool(client, runs.arrays) if client is not None else \
                 sweep.local_pool(chosen).begin(runs.arrays)
             judge.pool = pool
-        build = {build_pool.submit(_build, source, layer, session, preset,
-                                   tuple(instantiate) + r.instances, force, r): r for r in by_recipe}
+        build = {build_pool.submit(run, functools.partial(
+            _build, source, layer, session, preset, tuple(instantiate) + r.instances, force, r)): r
+            for r in by_recipe}
         pending = set(build)
         while pending:
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -594,7 +599,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
             tick(f"tuning: {len(seen)}/{len(futures)} candidates benched on "
                  f"{pool.describe()}", started)
         timings["total"] = time.monotonic() - started
-    except BaseException:
+    except BaseException:             # Ctrl-C too: nvcc runs are killed, helpers ended
+        cancel.set()
         build_pool.shutdown(wait=False, cancel_futures=True)
         if pool is not None:
             pool.close()

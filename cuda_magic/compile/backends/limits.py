@@ -35,7 +35,7 @@ from ...config import ConfigError
 from . import CompileError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
-           "progress", "tick", "parallel", "cancelled", "Cancelled"]
+           "progress", "tick", "parallel", "cancellable", "cancelled", "Cancelled"]
 
 POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
 ENV = "CUDA_MAGIC_COMPILE_TIMEOUT"
@@ -182,6 +182,21 @@ def cancelled() -> bool:
     return any(event.is_set() for event in getattr(_local, "cancel", ()))
 
 
+def cancellable(cancel: threading.Event) -> Callable[[Callable[[], T]], T]:
+    """``run(work)``, for a pool's threads: ``work()`` with the builds it starts given up once
+    ``cancel`` is set (nvcc runs killed, NVRTC runs discarded), and with those of the pool the
+    caller's thread belongs to."""
+    inherited = tuple(getattr(_local, "cancel", ()))   # a pool inside a pool's thread
+
+    def run(work: Callable[[], T]) -> T:
+        _local.cancel = (*inherited, cancel)
+        try:
+            return work()
+        finally:
+            _local.cancel = ()
+    return run
+
+
 def parallel(works: Sequence[Callable[[], T]], what: str) -> list[T]:
     """Run each of ``works`` in a thread of its own and return their results in order.
 
@@ -195,14 +210,7 @@ def parallel(works: Sequence[Callable[[], T]], what: str) -> list[T]:
     if len(works) < 2:
         return [work() for work in works]
     cancel = threading.Event()
-    inherited = tuple(getattr(_local, "cancel", ()))   # a pool inside a pool's thread
-
-    def run(work):
-        _local.cancel = (*inherited, cancel)
-        try:
-            return work()
-        finally:
-            _local.cancel = ()
+    run = cancellable(cancel)
     pool = ThreadPoolExecutor(max_workers=min(len(works), max(4, min(WORKERS, os.cpu_count() or 1))),
                               thread_name_prefix="cuda-magic build")
     futures = [pool.submit(run, work) for work in works]

@@ -8,7 +8,7 @@ import pytest
 
 import cuda_magic
 from cuda_magic.cell import CellError, parse_cell
-from cuda_magic.variants import tune as tune_mod
+from cuda_magic.variants import record, tune as tune_mod
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
 from cuda_magic.runtime.sweep import differs
@@ -335,3 +335,91 @@ def test_ctrl_c_gives_up_the_builds(monkeypatch):
         tune(PLAIN, "UNROLL=[1, 2, 3]", arch=ARCH, compile_only=True)
     assert time.monotonic() - start < 5
     assert seen.wait(5)
+
+
+# ---- the jobs and the judge, without a GPU ---------------------------------------------------------
+
+def _recorded(x, y, n):
+    t = tune(SCALE_T, "BM=[4, 8] block=[128]", "scale[cdiv(n, BM * block), block](x, y, 2.0, n)",
+             arch=ARCH, compile_only=True, namespace={"x": x, "y": y, "n": n})
+    return t, record.Runs(("scale[cdiv(n, BM * block), block](x, y, 2.0, n)",),
+                             {"x": x, "y": y, "n": n})
+
+
+def test_a_job_is_plain_data_with_the_exact_binary():
+    import pickle
+    from cuda_magic.runtime import bench
+    x = np.arange(1000, dtype=np.float32)
+    y = np.zeros_like(x)
+    t, runs = _recorded(x, y, 1000)
+    c = t.candidates[1]
+    assert c.launches[0][2] == (1, 1, 1, 128, 1, 1)        # cdiv(1000, 8 * 128) blocks
+    job = tune_mod._job(c, runs, bench.options(repeat=5), 30.0)
+    assert job.binary == bytes(c.module.result_of("scale<8>").binary)
+    assert job.kernels["scale"][0] == c.module["scale<8>"].symbol
+    (launch,) = job.launches
+    assert launch.args == (("array", "x"), ("array", "y"), ("value", 2.0), ("value", 1000))
+    assert job.outputs == ("y",) and job.arrays == {}       # x and y go to the helpers once
+    assert set(runs.arrays) == {"x", "y"} and runs.arrays["x"] is x   # no copy of a NumPy array
+    again = pickle.loads(pickle.dumps(job))                  # what crosses to a helper or a worker
+    assert again.binary == job.binary and again.launches == job.launches
+
+
+def _outcome(i, status="ok", ms=1.0, outputs=None, checked=False, wrong=None):
+    from cuda_magic.runtime import sweep
+    from cuda_magic.runtime.bench import Timing
+    timings = (Timing.from_samples([ms] * 5),) if status == "ok" else ()
+    return sweep.Outcome(i, status, "boom" if status != "ok" else "", "CUDA_ERROR_X" if
+                         status == "fault" else "", outputs or {}, timings, "GPU 0 (test)",
+                         checked=checked, wrong=wrong)
+
+
+class _Pool:
+    def __init__(self):
+        self.told = []
+
+    def set_reference(self, arrays, rtol, atol):
+        self.told.append(dict(arrays))
+
+
+def test_the_judge_takes_the_lowest_index_that_ran_as_reference():
+    from cuda_magic.runtime import sweep
+    t = tune(SCALE_T, "BM=[1, 2, 4, 8]", arch=ARCH, compile_only=True)
+    cands = t.candidates
+    pool = _Pool()
+    judge = tune_mod._Judge(cands, None, None, None, pool)
+    job = sweep.Job(0, b"", "cubin", ARCH, {}, (), ("y",))
+    for c in cands:
+        judge.expect(c, job)
+    right = np.linspace(0, 1, 100, dtype=np.float32)
+    # candidate 2 finishes first: no reference yet (0 and 1 may still be it)
+    judge.add(cands[2], _outcome(2, outputs={"y": right * 1.0000001}))
+    judge.settle()
+    assert pool.told == [] and cands[2].status == "ok" and judge.pending
+    judge.add(cands[0], _outcome(0, "fault"))
+    judge.add(cands[1], _outcome(1, ms=0.5, outputs={"y": right}))
+    judge.settle()
+    assert cands[0].status == "fault" and "CUDA_ERROR_X" in cands[0].reason
+    assert cands[1].reason.startswith("the reference") and pool.told and judge.pending == []
+    assert cands[2].status == "ok"                  # within tolerance of the reference
+    # a helper that had the reference sends a verdict only
+    judge.add(cands[3], _outcome(3, ms=0.1, checked=True, wrong="y differs at 3 of 100 elements"))
+    judge.settle()
+    assert cands[3].status == "wrong" and cands[3].reason.startswith("y differs")
+    final = tune_mod.Tuning(t.source, t.parameters, cands, t.options, None, (), "", [], {})
+    assert final.winner is cands[1]                 # the fastest right one, not the wrong 0.1 ms
+
+
+def test_a_given_reference_judges_the_first_candidate_too():
+    from cuda_magic.runtime import sweep
+    t = tune(SCALE_T, "BM=[1, 2]", arch=ARCH, compile_only=True)
+    pool = _Pool()
+    right = np.ones(10, np.float32)
+    judge = tune_mod._Judge(t.candidates, {"": right}, None, None, pool)
+    for c in t.candidates:
+        judge.expect(c, sweep.Job(c.index, b"", "cubin", ARCH, {}, (), ("y",)))
+    assert pool.told and set(pool.told[0]) == {"y"}   # one array given: the one output
+    judge.add(t.candidates[0], _outcome(0, outputs={"y": right * 2}))
+    judge.add(t.candidates[1], _outcome(1, outputs={"y": right}))
+    judge.settle()
+    assert [c.status for c in t.candidates] == ["wrong", "ok"]

@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -48,8 +48,8 @@ from ..compile.backends.limits import WORKERS, cancellable, tick
 from ..config import ConfigError, clip, quote, validate
 from ..runtime import bench as _bench
 from ..runtime import sweep
-from ..runtime.kernel import _dims
 from .comparison import _host, _is_array
+from .record import Runs
 from .writeback import write_back
 from .space import (MAX_CANDIDATES, Parameter, Recipe, TuneError, TuneRunError, c_text, classify,
                     label, parse_space, recipe_of)
@@ -103,124 +103,6 @@ class Candidate:
                 "time ms": self.time_ms, "GB/s": self.gbps, "TFLOP/s": self.tflops,
                 "GPU": self.gpu, "status": self.status, "reason": self.reason}
 
-
-# ---------------------------------------------------------------------------- recording --run
-
-class _Recorder:
-    """Stands for a kernel while ``--run`` is evaluated: ``k[grid, block](...)`` records the
-    launch instead of running it."""
-
-    def __init__(self, name: str, kernel, sink: list):
-        self._name, self._kernel, self._sink = name, kernel, sink
-
-    def __getattr__(self, attr):
-        return getattr(self._kernel, attr)
-
-    def __getitem__(self, key):
-        if not isinstance(key, tuple) or not 2 <= len(key) <= 4:
-            raise TuneRunError(f"launch as {self._name}[grid, block](*args) in --run")
-        dims = _dims(key[0], "grid") + _dims(key[1], "block")
-        shared = key[2] if len(key) > 2 else 0
-        if not isinstance(shared, int) or isinstance(shared, bool) or shared < 0:
-            raise TuneRunError(f"{self._name}: shared_mem must be a non-negative int, not {shared!r}")
-
-        def launch(*args):
-            if len(args) != len(self._kernel.params):
-                raise TuneRunError(f"{self._name}() takes {len(self._kernel.params)} arguments "
-                                   f"({', '.join(str(p) for p in self._kernel.params)}), got {len(args)}")
-            self._sink.append((self._name, self._kernel, dims, shared, args))
-        return launch
-
-    def launch(self, grid, block, args=(), shared_mem: int = 0, stream=None):
-        self[grid, block, shared_mem](*args)
-
-
-@dataclass
-class _Runs:
-    """``--run`` compiled once, the arrays it names (host copies, made once), their roles."""
-
-    texts: tuple
-    namespace: Mapping
-    code: list = field(default_factory=list)
-    arrays: dict = field(default_factory=dict)    # name -> NumPy (shared by every job)
-    originals: dict = field(default_factory=dict)  # id(original) -> name
-
-    def __post_init__(self):
-        from .comparison import parse_run
-        names = set()
-        for i, text in enumerate(self.texts):
-            tree = parse_run(text, i)
-            self.code.append(compile(tree, f"<--run {i + 1}>", "exec"))
-            names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        for n in sorted(names):     # host copies of the arrays --run names, once per sweep
-            obj = self.namespace.get(n)
-            if obj is not None and _is_array(obj):
-                self.originals[id(obj)] = n
-                self.host(n, obj)
-
-    def host(self, name: str, obj) -> np.ndarray:
-        if name not in self.arrays:
-            if isinstance(obj, np.ndarray):
-                self.arrays[name] = np.ascontiguousarray(obj)
-            else:
-                from ..runtime.tools import _host_copy
-                self.arrays[name] = _host_copy(obj)
-        return self.arrays[name]
-
-    def record(self, values: Mapping, kernels: Mapping) -> list:
-        sink: list = []
-        ns = dict(self.namespace)
-        ns.update(values)
-        ns.update({name: _Recorder(name, k, sink) for name, k in kernels.items()})
-        ns.setdefault("cdiv", lambda a, b: -(-a // b))
-        for text, code in zip(self.texts, self.code):
-            try:
-                exec(code, ns)
-            except TuneRunError as exc:
-                raise TuneRunError(f"--run {quote(text, 80)}: {exc}") from None
-            except Exception as exc:
-                raise TuneRunError(f"--run {quote(text, 80)} failed for "
-                                   f"{label(values) or 'the cell'}: {type(exc).__name__}: "
-                                   f"{clip(str(exc), 300)}") from None
-        if not sink:
-            raise TuneRunError(f"--run {quote('; '.join(self.texts), 80)} launched no kernel: "
-                               f"launch one, e.g. gemm[grid, block](a, b, c, n)")
-        return sink
-
-    def encode(self, index: int, sink: list):
-        """The recorded launches as :class:`sweep.Launch` rows, this job's own arrays, the
-        output names and the kernels used (python name -> Kernel)."""
-        launches, own, outputs, used = [], {}, [], {}
-        for li, (name, kernel, dims, shared, args) in enumerate(sink):
-            used[name] = kernel
-            encoded = []
-            for ai, (p, a) in enumerate(zip(kernel.params, args)):
-                if a is None:
-                    encoded.append(("null",))
-                    continue
-                if _is_array(a) or (type(a).__module__.split(".")[0] == "torch"):
-                    name_ = self.originals.get(id(a))
-                    if name_ is not None:
-                        self.host(name_, a)
-                    else:
-                        name_ = f"_launch{li}_arg{ai}"
-                        own[name_] = _host(name_, a) if not isinstance(a, np.ndarray) else a.copy()
-                    encoded.append(("array", name_))
-                    if (p.pointer or p.reference) and not p.const and name_ not in outputs:
-                        outputs.append(name_)
-                elif isinstance(a, (bytes, bytearray, memoryview)):
-                    encoded.append(("bytes", bytes(a)))
-                elif isinstance(a, (bool, int, float)) or (type(a).__module__ == "numpy"
-                                                           and hasattr(a, "item")):
-                    encoded.append(("value", a.item() if hasattr(a, "item") else a))
-                else:
-                    raise TuneRunError(f"{name}(): parameter '{p.name}': a sweep takes arrays, "
-                                       f"numbers, bytes or None, not {type(a).__name__}")
-            launches.append(sweep.Launch(name, tuple(dims), int(shared), tuple(encoded)))
-        return tuple(launches), own, tuple(outputs), used
-
-
-# ---------------------------------------------------------------------------- checking outputs
 
 # ---------------------------------------------------------------------------- the result
 
@@ -534,7 +416,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     for c in candidates:
         by_recipe.setdefault(c.recipe, []).append(c)
 
-    runs = _Runs(texts, namespace or {}) if texts else None
+    runs = Runs(texts, namespace or {}) if texts else None
     notes = [f"{len(combos)} of {math.prod(len(p.values) for p in params)} combinations meet "
              f"--where {where}"] if where is not None else []
     want_gpu = bool(texts) and not compile_only
@@ -639,7 +521,7 @@ def _compiled(group: Sequence[Candidate], module, error, runs, keep_spills: bool
     return out
 
 
-def _job(c: Candidate, runs: "_Runs", bench_opts: dict, timeout: float) -> sweep.Job | None:
+def _job(c: Candidate, runs: Runs, bench_opts: dict, timeout: float) -> sweep.Job | None:
     """The job that replays and times ``c``'s recorded launches (None: it cannot be one)."""
     try:
         launches, own, outputs, used = runs.encode(c.index, c.launches)

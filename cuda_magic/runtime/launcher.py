@@ -31,6 +31,17 @@ VERSION = 1
 CHILD_ENV = "CUDA_MAGIC_TOOL_CHILD"     # set in the child: no "try k.check" hint there
 
 
+def child_env(**extra: str) -> dict:
+    """The environment of a helper process: this one's, with this cuda_magic first on
+    PYTHONPATH, :data:`CHILD_ENV` set, and ``extra`` on top."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env[CHILD_ENV] = "1"
+    env.update(extra)
+    return env
+
+
 class SpecError(Exception):
     """The spec directory is unreadable or the binary is not the one the spec names."""
 

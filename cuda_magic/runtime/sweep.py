@@ -296,11 +296,8 @@ def run_job(job: Job, gpu: str = "", shared: Mapping[str, _DeviceArray] | None =
 
 
 def _label() -> str:
-    from . import driver
-    from .driver import api, check
-    dev = driver.device()
-    name = check(api().cuDeviceGetName(100, dev), "cuDeviceGetName")
-    name = name.split(b"\0", 1)[0].decode(errors="replace") if isinstance(name, bytes) else str(name)
+    from .bench import device_info
+    name = device_info().name
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     return f"GPU {visible or 0} ({name})"
 
@@ -416,12 +413,8 @@ class Helper:
         """Start the process now (it readies CUDA while the caller goes on)."""
         if self.proc is not None and self.proc.poll() is None:
             return self
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        env["CUDA_MAGIC_TOOL_CHILD"] = "1"
-        if self.gpu is not None:
-            env["CUDA_VISIBLE_DEVICES"] = self.gpu
+        from .launcher import child_env
+        env = child_env(**({"CUDA_VISIBLE_DEVICES": self.gpu} if self.gpu is not None else {}))
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "cuda_magic.runtime.sweep"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,

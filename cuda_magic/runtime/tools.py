@@ -193,11 +193,7 @@ def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
 
 def _child(directory: str) -> tuple[list[str], dict]:
     """argv and environment of the helper process (this Python, this cuda_magic)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env[launcher.CHILD_ENV] = "1"
-    return [sys.executable, "-m", "cuda_magic.runtime.launcher", directory], env
+    return [sys.executable, "-m", "cuda_magic.runtime.launcher", directory], launcher.child_env()
 
 
 def _need_gpu(kernel, what: str) -> None:

@@ -506,11 +506,12 @@ def _compiled(group: Sequence[Candidate], module, error, runs, keep_spills: bool
         if error is not None:
             c.status, c.reason = "failed", error
             continue
-        c.kernels = tuple({id(k): k for k in kernel_names(c).values()}.values())
+        names = kernel_names(c)
+        c.kernels = tuple({id(k): k for k in names.values()}.values())
         launches = None
         if runs is not None:
             try:
-                launches = runs.record(c.params, kernel_names(c))
+                launches = runs.record(c.params, names)
             except TuneRunError as exc:
                 c.status, c.reason = "error", str(exc)
                 continue

@@ -423,3 +423,18 @@ def test_a_given_reference_judges_the_first_candidate_too():
     judge.add(t.candidates[1], _outcome(1, outputs={"y": right}))
     judge.settle()
     assert [c.status for c in t.candidates] == ["wrong", "ok"]
+
+
+def test_a_helper_process_starts_and_names_its_gpu_or_says_there_is_none():
+    from cuda_magic.runtime import sweep
+    h = sweep.Helper(None).start()
+    try:
+        if cuda_magic.detect_arch() is None:
+            with pytest.raises(sweep.SweepError, match="has no GPU"):
+                h.share("t", {})
+        else:
+            h.share("t", {"x": np.ones(4, np.float32)})
+            assert h.label.startswith("GPU ")
+    finally:
+        h.close()
+    assert h.proc is None

@@ -180,10 +180,10 @@ def test_pch_heap_grows_when_nvrtc_needs_more(tmp_path, monkeypatch, fresh_cache
     monkeypatch.setenv("CUDA_MAGIC_PCH_DIR", str(tmp_path / "pch"))
     monkeypatch.setattr(backend, "_PCH_HEAP", 16 << 20)
     before = nvrtc.nvrtcGetPCHHeapSize()[1]
-    nvrtc.nvrtcSetPCHHeapSize(16 << 20)          # too small for CUB (~300 MiB)
+    nvrtc.nvrtcSetPCHHeapSize(16 << 20)          # too small for CUB (~120 MiB)
     try:
         r = compile_source(CUB, cfg(), force=True)
-        assert r.pch == "created" and nvrtc.nvrtcGetPCHHeapSize()[1] >= 256 << 20
+        assert r.pch == "created" and nvrtc.nvrtcGetPCHHeapSize()[1] >= 64 << 20
         assert compile_source(CUB, cfg(), force=True).pch == "used"
     finally:
         nvrtc.nvrtcSetPCHHeapSize(max(before, nvrtc.nvrtcGetPCHHeapSize()[1]))

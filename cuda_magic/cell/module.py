@@ -15,6 +15,7 @@ from ..runtime import Kernel, Param
 from . import bind
 from .bind import Binding
 from .signature import KernelDecl, blank
+from .trim import without_bodies
 
 if TYPE_CHECKING:
     from . import ParsedCell
@@ -40,10 +41,15 @@ class _Families:
     to compile (one build per distinct config and arch) and which build each kernel is bound to
     (the arch that runs on the GPU here, else the first arch)."""
 
-    def __init__(self, default: Resolved | None, configs: Sequence[Resolved]):
+    def __init__(self, default: Resolved | None, configs: Sequence[Resolved],
+                 decls: Sequence[KernelDecl] = ()):
         self.order: dict[tuple, list] = {}     # (json, archs) -> [config, name expressions]
         for c in ([default] if default is not None else []) + list(configs):
             self.order.setdefault(self._key(c), [c, []])
+        self.owned: dict[tuple, list[KernelDecl]] = {}   # (json, archs) -> the kernels bound there
+        for c, d in zip(configs, decls):
+            self.owned.setdefault(self._key(c), []).append(d)
+        self.decls = tuple(decls)
         many = any(len(c.archs) > 1 for c, _ in self.order.values())
         self.gpu = detect_arch() if many else None
         self.archs = tuple(dict.fromkeys(a for c, _ in self.order.values() for a in c.archs))
@@ -62,13 +68,17 @@ class _Families:
         """Every build, in parallel: ``{config json: result}`` in a fixed order (the cell's
         config, then each kernel's; each config's archs in the order given)."""
         jobs: dict[str, list] = {}
-        for c, names in self.order.values():
+        for key, (c, names) in self.order.items():
             for one in c.expand():
-                job = jobs.setdefault(one.json(), [one, []])
+                job = jobs.setdefault(one.json(), [one, [], set()])
                 job[1].extend(n for n in names if n not in job[1])
-        compilers = " and ".join(dict.fromkeys(c["compiler"] for c, _ in jobs.values()))
-        works = [functools.partial(compile_resolved, text, c, name_expressions=tuple(names),
-                                   force=force) for c, names in jobs.values()]
+                job[2].update(id(d) for d in self.owned.get(key, ()))
+        compilers = " and ".join(dict.fromkeys(c["compiler"] for c, _, _ in jobs.values()))
+        several = len(self.order) > 1     # per-kernel configs: each build compiles its own kernels
+        works = [functools.partial(
+            compile_resolved, without_bodies(text, [d for d in self.decls if id(d) not in own])
+            if several else text, c, name_expressions=tuple(names), force=force)
+            for c, names, own in jobs.values()]
         return dict(zip(jobs, parallel(works, f"compiling {len(works)} builds with {compilers}")))
 
     def _chosen(self, c: Resolved) -> str:
@@ -135,6 +145,7 @@ class Module:
         self._printf = printf
         self._other: dict = {}          # (kernel, arch) -> Kernel over another arch's build
         self.load_error: Exception | None = None
+        self.compile_wall: float | None = None   # seconds the builds took together (wall)
 
     @property
     def result(self) -> CompilationResult:

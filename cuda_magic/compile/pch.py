@@ -21,6 +21,7 @@ PCH off.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -28,7 +29,7 @@ import stat
 import threading
 from typing import Mapping, Sequence
 
-__all__ = ["HEAVY", "directory", "set_limit", "clear", "plan", "enabled", "usage"]
+__all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage"]
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
 HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
@@ -109,6 +110,29 @@ def _evict(keep: str | None = None) -> None:
                 pass
 
 
+# libcu++ headers that cost no more than a bare kernel to parse; a supplied standard header
+# built on any other libcu++ header (<cmath>, <type_traits>, <algorithm>...) is heavy.
+_LIGHT = re.compile(r"<cuda/std/(?!(?:detail/__config|version|climits|cfloat|cstdint|cstddef|"
+                    r"initializer_list)>)")
+
+
+@functools.cache
+def _heavy_std() -> frozenset[str]:
+    from .stdheaders import HEADERS
+    return frozenset(name for name, text in HEADERS.items() if _LIGHT.search(text))
+
+
+def heavy(name: str, headers: Mapping[str, str]) -> bool:
+    """Whether ``#include <name>`` is worth a PCH: a toolkit header of :data:`HEAVY`, or a
+    standard header cuda-magic supplies (in ``headers``) on top of a heavy libcu++ one."""
+    if name.startswith(HEAVY):
+        return True
+    if name in _heavy_std():
+        from .stdheaders import HEADERS
+        return headers.get(name) == HEADERS[name]
+    return False
+
+
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -133,7 +157,7 @@ def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str
         return None
     head = prefix(source)
     includes = re.findall(r'#\s*include\s*[<"]([^>"]+)[>"]', head)
-    if not any(name.startswith(HEAVY) for name in includes):
+    if not any(heavy(name, headers) for name in includes):
         return None
     d = directory()
     if d is None:

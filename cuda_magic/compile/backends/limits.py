@@ -35,7 +35,7 @@ from ...config import ConfigError
 from . import CompileError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
-           "progress", "tick", "parallel", "cancellable", "cancelled", "Cancelled"]
+           "progress", "doing", "tick", "parallel", "cancellable", "cancelled", "Cancelled"]
 
 POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
 ENV = "CUDA_MAGIC_COMPILE_TIMEOUT"
@@ -56,12 +56,34 @@ def progress(listener: Callable[[str, float], None]) -> Iterator[None]:
         _listeners.remove(listener)
 
 
+_doing: dict[str, int] = {}      # what runs besides the compile itself -> how many (any thread)
+_doing_lock = threading.Lock()
+
+
+@contextmanager
+def doing(note: str) -> Iterator[None]:
+    """While the block runs (in any thread), the progress line adds ``note``
+    (``"building a one-off precompiled header"``)."""
+    with _doing_lock:
+        _doing[note] = _doing.get(note, 0) + 1
+    try:
+        yield
+    finally:
+        with _doing_lock:
+            _doing[note] -= 1
+            if not _doing[note]:
+                del _doing[note]
+
+
 def tick(what: str, started: float) -> None:
     """Tell the :func:`progress` listeners that ``what`` has run since ``started``
-    (``time.monotonic()``).  Only on the main thread; a failing listener is ignored."""
+    (``time.monotonic()``), with any :func:`doing` notes.  Only on the main thread; a failing
+    listener is ignored."""
     if not _listeners or threading.current_thread() is not threading.main_thread():
         return
     seconds = time.monotonic() - started
+    if _doing:
+        what = f"{what} ({'; '.join(list(_doing))})"
     for listener in list(_listeners):
         try:
             listener(what, seconds)

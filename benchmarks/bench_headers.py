@@ -1,7 +1,7 @@
 """Headers and the edit loop: what each include costs a recompile after an edit, what NVRTC
 precompiled headers save, what re-runs cost.
 
-    python3 benchmarks/bench_headers.py [--repeat N] [--matrix-only]
+    python3 benchmarks/bench_headers.py [--repeat N] [--matrix-only] [--headers cmath,cstdio]
 
 In one run, on the same machine:
   1. the matrix (issue "Real code, second pass"): a one-line kernel that starts with one
@@ -68,7 +68,7 @@ MATRIX = ("cmath", "math.h", "cstdlib", "limits", "utility", "algorithm", "array
 KERNEL = 'extern "C" __global__ void k(float* x) {{ x[threadIdx.x] = {}.0f; }}\n'
 
 
-def matrix(line, repeat: int) -> None:
+def matrix(line, repeat: int, names=MATRIX) -> None:
     """One row per header: first compile, compile after an edit (PCH on / off), ratio to bare."""
     counter = iter(range(1, 1 << 30))
 
@@ -91,7 +91,7 @@ def matrix(line, repeat: int) -> None:
           f"{'no PCH':>8} {'vs bare':>8}")
     print(f"{'nothing':24} {'':8} {'':9} {bare:6.0f}ms {1:7.2f}x")
     worst = 0.0
-    for name in MATRIX:
+    for name in names:
         head = f"#include <{name}>\n"
         start = time.perf_counter()
         try:
@@ -122,14 +122,16 @@ def main() -> None:
     ap.add_argument("--reruns", type=int, default=200, help="timed unchanged re-runs")
     ap.add_argument("--arch", default=cuda_magic.detect_arch() or "sm_90a")
     ap.add_argument("--matrix-only", action="store_true", help="part 1 only")
+    ap.add_argument("--headers", help="part 1 for these headers only (comma-separated)")
     args = ap.parse_args()
     print(f"NVRTC {cuda_magic.get_backend('nvrtc').version()}   arch {args.arch}   "
-          f"CPUs {os.cpu_count()}   {headers.toolkit_identity()}")
+          f"CPUs {os.cpu_count()}\n{headers.families_note()}")
     line = cuda_magic.line_config(arch=args.arch)
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CUDA_MAGIC_PCH_DIR"] = os.path.join(tmp, "pch")
-        matrix(line, max(args.repeat, 3))
+        matrix(line, max(args.repeat, 3),
+               args.headers.split(",") if args.headers else MATRIX)
         if args.matrix_only:
             return
 

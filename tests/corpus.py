@@ -40,6 +40,7 @@ class Case:
     run: Callable | None = None     # GPU check: run(module) launches and asserts against NumPy
     aliases: dict = field(default_factory=dict)   # another spelling -> python name
     structs: dict = field(default_factory=dict)   # by-value struct parameter type -> size in bytes
+    maybe: tuple = ()               # library kernels some versions put in the binary, bound then too
 
     @property
     def id(self) -> str:
@@ -421,7 +422,135 @@ def run_std_headers(m):
     np.testing.assert_array_equal(idx, np.nanargmax(a, axis=1))
 
 
+def run_template_args(m):
+    r = _rng(7)
+    x = r.integers(-50, 50, 1000).astype(np.int32)
+    out = np.zeros(1, np.int32)
+    m["reduce7<int, 256, true>"][_cdiv(x.size, 256), 256](x, out, x.size)
+    assert out[0] == -x.sum(), (out[0], -x.sum())
+    slots = np.zeros(512, np.int32)
+    m.multi_warp_cg_reduce_int_512_64[_cdiv(x.size, 256), 256](x, slots, x.size)
+    want = np.zeros(512, np.int64)
+    np.add.at(want, (np.arange(x.size) // 64) % 512, x)
+    np.testing.assert_array_equal(slots, want)
+    f = r.standard_normal(300).astype(np.float32)
+    acc = np.full_like(f, 0.25)
+    m.combine_128_MODE_MAX[_cdiv(f.size, 128), 128](f, acc, f.size)
+    _close(acc, np.maximum(0.25, f), 0, 0, "combine MAX, Scale::One")
+    acc2 = np.ones_like(f)
+    m.combine_64_MODE_SUM_Scale_Half[_cdiv(f.size, 64), 64](f, acc2, f.size)
+    _close(acc2, 1 + f / 2, 1e-6, 0, "combine SUM, Scale::Half")
+    y = f.copy()
+    m.shape[_cdiv(y.size, 128), 128](y, y.size)
+    _close(y, np.clip(f, 0, 1), 0, 0, "shape<> = shape<true, false>")
+
+
+def run_cub_heat(m):
+    n, block = 1000, 256
+    x = _rng(21).standard_normal(n, dtype=np.float32)
+    blocks = _cdiv(n, block)
+    padded = np.zeros(blocks * block, np.float64)
+    padded[:n] = x
+    partial = np.zeros(blocks, np.float32)
+    m["sum_squares"][blocks, block](x, partial, n)
+    _close(partial, (padded ** 2).reshape(-1, block).sum(axis=1), 1e-5, 1e-4, "sum_squares")
+    m["max_abs"][blocks, block](x, partial, n)
+    np.testing.assert_array_equal(partial, np.abs(padded).reshape(-1, block).max(axis=1))
+
+
 # --- the corpus ------------------------------------------------------------------------------
+
+def run_pdl_implicit(m):
+    n = 1000
+    x = _rng(21).integers(0, 40000, n).astype(np.uint32)
+    y = np.zeros(n, np.uint16)
+    m["produce"][_cdiv(n, 256), 256](x, y, n)
+    np.testing.assert_array_equal(y, np.minimum(3 * x.astype(np.int64), 65535).astype(np.uint16))
+    out = np.zeros(n, np.int64)
+    m["consume"][_cdiv(n, 256), 256](y, out, 2**31 - 70000, n)
+    np.testing.assert_array_equal(out, np.minimum(y.astype(np.int64) + 2**31 - 70000, 2**31 - 1))
+    b = _rng(22).integers(0, 256, 4 * 64).astype(np.uint8)
+    words = np.zeros(64, np.uint64)
+    m["pack_bytes"][1, 64](b, words, 64)
+    np.testing.assert_array_equal(words, b.view("<u4").astype(np.uint64))
+
+
+def run_constexpr_helpers(m):
+    tile, threads, blocks = 16 * 64, 128, 3
+    n = tile * blocks - 100
+    x = _rng(23).standard_normal(n, dtype=np.float32)
+    out = np.zeros(blocks * threads, np.float32)
+    m["tile_squares"][blocks, threads](x, out, n)
+    padded = np.zeros(tile * blocks, np.float64)
+    padded[:n] = x.astype(np.float64) ** 2
+    want = padded.reshape(blocks, 8, threads).sum(axis=1).ravel()
+    _close(out, want, 1e-5, 1e-5, "tile_squares")
+    n2 = 70
+    a = np.arange(1, n2 + 1, dtype=np.int32)
+    p = np.full(96 + 32, -1, np.int32)
+    m["pad_to_warps"][1, 128](a, p, n2)
+    np.testing.assert_array_equal(p[:96], np.concatenate([a, np.zeros(26, np.int32)]))
+    assert np.all(p[96:] == -1)
+
+
+def run_wgmma_regs(m):
+    n = 1000
+    x = _rng(24).standard_normal(n, dtype=np.float32)
+    out = np.zeros_like(x)
+    m["specialized_scale"][_cdiv(n, 128), 256](x, out, 1.5, n)
+    np.testing.assert_array_equal(out, np.float32(1.5) * x)
+    out2 = np.zeros_like(x)
+    m["fenced_copy"][_cdiv(n, 256), 256](x, out2, n)
+    np.testing.assert_array_equal(out2, x)
+
+
+def run_pipeline_concepts(m):
+    n = 1000
+    x = _rng(25).integers(0, 2**62, n, dtype=np.uint64)
+    out = np.zeros_like(x)
+    m["staged_twice"][_cdiv(n, 256), 256](x, out, n)
+    np.testing.assert_array_equal(out, x * np.uint64(2))
+    f = _rng(26).standard_normal(n, dtype=np.float32)
+    yf = np.zeros_like(f)
+    m["axpb_float"][_cdiv(n, 256), 256](f, yf, 2.0, 0.5, n)
+    _close(yf, 2 * f.astype(np.float64) + 0.5, 1e-6, 1e-6, "axpb_float")
+    i = np.arange(n, dtype=np.int32)
+    yi = np.zeros_like(i)
+    m["axpb_int"][_cdiv(n, 256), 256](i, yi, 3, -7, n)
+    np.testing.assert_array_equal(yi, 3 * i - 7)
+
+
+def run_dynamic_parallelism(m):
+    rows, cols = 37, 300
+    mat = _rng(31).standard_normal((rows, cols), dtype=np.float32)
+    factors = _rng(32).standard_normal(rows, dtype=np.float32)
+    want = mat * factors[:, None]
+    m["scale_rows"][_cdiv(rows, 32), 32](mat, factors, rows, cols)   # child grids finish first
+    np.testing.assert_array_equal(mat, want)
+    out = np.zeros((rows, cols), np.float32)
+    m["fill_then_scale"][_cdiv(rows, 32), 32](out, rows, cols, 1.5, -2.0)
+    np.testing.assert_array_equal(out, np.repeat(((1.5 + np.arange(rows)) * -2.0)
+                                                 .astype(np.float32)[:, None], cols, axis=1))
+
+
+def run_cub_umbrella(m):
+    n = 1000
+    x = _rng(27).standard_normal(n, dtype=np.float32)
+    blocks = _cdiv(n, 128)
+    out = np.zeros(2 * blocks, np.float32)
+    m["block_sum_max"][blocks, 128](x, out, n)
+    pad = np.concatenate([x.astype(np.float64), np.zeros(blocks * 128 - n)]).reshape(blocks, 128)
+    _close(out[0::2], pad.sum(axis=1), 1e-4, 1e-4, "block sums")
+    np.testing.assert_array_equal(out[1::2], [x[b * 128:(b + 1) * 128].max() for b in range(blocks)])
+    v = _rng(28).integers(-50, 50, n).astype(np.int32)
+    s = np.zeros_like(v)
+    m["warp_prefix"][_cdiv(n, 128), 128](v, s, n)
+    seg = np.concatenate([v, np.zeros(_cdiv(n, 32) * 32 - n, np.int32)]).reshape(-1, 32)
+    np.testing.assert_array_equal(s, np.cumsum(seg, axis=1).ravel()[:n])
+    o = np.zeros_like(x)
+    m["cg_copy_twice"][_cdiv(n, 256), 256](x, o, n)
+    np.testing.assert_array_equal(o, 2 * x)
+
 
 CASES: tuple[Case, ...] = (
     Case("layernorm_cg.cu", {"layernorm_warp": 8, "layernorm_block": 6},
@@ -482,6 +611,46 @@ CASES: tuple[Case, ...] = (
          {"block_minmax": "block_minmax", "saturate_to_int": "saturate_to_int",
           "nan_to_num": "nan_to_num", "row_argmax": "row_argmax"},
          run=run_std_headers),
+    Case("cub_heat.cu", {"sum_squares": 3, "max_abs": 3},
+         {"sum_squares": "sum_squares", "max_abs": "max_abs"}, run=run_cub_heat),
+    # names as written in the explicit instantiations, never 256u / 512ul / (Mode)1 / <true, false>
+    Case("template_args.cu", {"reduce7_int_256_true": 3, "multi_warp_cg_reduce_int_512_64": 3,
+                              "combine_128_MODE_MAX": 3, "combine_64_MODE_SUM_Scale_Half": 3,
+                              "shape": 2},
+         {"reduce7_int_256_true": "_Z7reduce7IiLj256ELb1EEvPKT_PS0_j",
+          "multi_warp_cg_reduce_int_512_64": "_Z20multi_warp_cg_reduceIiLm512ELm64EEvPKT_PS0_m",
+          "combine_128_MODE_MAX": "_Z7combineILi128EL4Mode1EL5Scale1EEvPKfPfi",
+          "combine_64_MODE_SUM_Scale_Half": "_Z7combineILi64EL4Mode0EL5Scale2EEvPKfPfi",
+          "shape": "_Z5shapeILb1ELb0EEvPfi"},
+         aliases={"reduce7<int, 256, true>": "reduce7_int_256_true",
+                  "reduce7<int, 256u, true>": "reduce7_int_256_true",
+                  "multi_warp_cg_reduce<int,512,64>": "multi_warp_cg_reduce_int_512_64",
+                  "combine<128, MODE_MAX>": "combine_128_MODE_MAX", "shape<>": "shape",
+                  "shape<true, false>": "shape"},
+         run=run_template_args),
+    # What nvcc gives implicitly and a second corpus of real code trips on (issue 21, section 5)
+    Case("pdl_implicit.cu", {"produce": 3, "consume": 4, "pack_bytes": 3},
+         {"produce": "_Z7producePKjPtj", "consume": "_Z7consumePKtPllj",
+          "pack_bytes": "_Z10pack_bytesPKhPmj"}, run=run_pdl_implicit),
+    Case("constexpr_helpers.cu", {"tile_squares": 3, "pad_to_warps": 3},
+         {"tile_squares": "_Z12tile_squaresPKfPfi", "pad_to_warps": "_Z12pad_to_warpsPKiPii"},
+         run=run_constexpr_helpers),
+    Case("wgmma_regs.cu", {"specialized_scale": 4, "fenced_copy": 3},
+         {"specialized_scale": "_Z17specialized_scalePKfPffi", "fenced_copy": "_Z11fenced_copyPKfPfi"},
+         run=run_wgmma_regs),
+    Case("pipeline_concepts.cu", {"staged_twice": 3, "axpb_float": 5, "axpb_int": 5},
+         {"staged_twice": "_Z12staged_twicePKmPmi", "axpb_float": "_Z4axpbIfEvPKT_PS0_S0_S0_i",
+          "axpb_int": "_Z4axpbIiEvPKT_PS0_S0_S0_i"}, run=run_pipeline_concepts),
+    # CCCL 3.0's <cub/cub.cuh> (CUDA 13.0's nvcc) instantiates cub::EmptyKernel<void> itself
+    Case("cub_umbrella.cu", {"block_sum_max": 3, "warp_prefix": 3, "cg_copy_twice": 3},
+         {"block_sum_max": "_Z13block_sum_maxPKfPfi", "warp_prefix": "_Z11warp_prefixPKiPii",
+          "cg_copy_twice": "_Z13cg_copy_twicePKfPfi"}, run=run_cub_umbrella,
+         maybe=("EmptyKernel_void",)),
+    Case("dynamic_parallelism.cu",
+         {"scale_row": 3, "fill_row": 3, "scale_rows": 4, "fill_then_scale": 5},
+         {"scale_row": "_Z9scale_rowPffi", "fill_row": "_Z8fill_rowPffi",
+          "scale_rows": "_Z10scale_rowsPfPKfii", "fill_then_scale": "_Z15fill_then_scalePfiiff"},
+         run=run_dynamic_parallelism),
 )
 
 # Kernels a file defines but must never be bound (inside #if 0 and the like).

@@ -1,6 +1,7 @@
 """The benchmark scripts run and print their tables (figures are not asserted)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -54,10 +55,21 @@ def test_bench_compare_runs():
 
 
 def test_bench_headers_runs():
-    out = _run_script("bench_headers.py", "--repeat", "1", "--reruns", "20")
+    out = _run_script("bench_headers.py", "--repeat", "1", "--reruns", "20",
+                      "--headers", "cmath,cstdio")
     assert out.returncode == 0, out.stderr
+    assert re.search(r"<cmath> .* created/used .*x", out.stdout), out.stdout
+    assert "<cstdio>" in out.stdout and "worst edit / bare" in out.stdout
     for row in ("heavy cell, no PCH", "heavy cell, PCH created", "heavy cell, PCH used",
                 "re-run, 5 user headers, unchanged", "re-run after editing h4.cuh"):
+        assert row in out.stdout
+
+
+def test_bench_builds_runs():
+    out = _run_script("bench_builds.py", "--repeat", "1", "--kernels", "2", "--fresh", "1")
+    assert out.returncode == 0, out.stderr
+    for row in ("2 kernels, one build", "2 kernels, 2 configs", "bare NVRTC (same argv)",
+                "cuda_magic.build, --arch"):
         assert row in out.stdout
 
 

@@ -51,19 +51,23 @@ def test_nvrtc_argv_is_exact():
     assert argv[:5] == ["--gpu-architecture=sm_90a", "--use_fast_math", "--ftz=false",
                         "--ptxas-options=-v", "--ptxas-options=-O3"]
     added = argv[5:]
-    assert all(a.startswith("-I") for a in added if a != "--no-cache")
+    assert all(a.startswith("-I") for a in added if a not in ("--no-cache", nvrtc_backend.UNROLL))
     assert ("--no-cache" in added) == (nvrtc_backend.version_tuple() >= (12, 9))
+    assert added[-1] == nvrtc_backend.UNROLL == "-D_CCCL_META_UNROLL_LIMIT=10"   # nvcc's value
+    said = compile_source(SAXPY, cfg(nvrtc=["-D_CCCL_META_UNROLL_LIMIT=4"]))
+    assert nvrtc_backend.UNROLL not in said.argv        # the user's own value wins, alone
 
 
 def test_nvcc_argv_is_exact():
     r = compile_source(SAXPY, cfg(compiler="nvcc", target_format="cubin",
                                   nvcc=["--use_fast_math", "-lineinfo"], ptxas=["-v", "-O3"]))
     assert os.path.basename(r.argv[0]) == "nvcc"
-    from cuda_magic.compile.headers import cutlass_dir
-    cutlass = [f"-I{cutlass_dir()}"] if cutlass_dir() else []     # the nvidia-cutlass wheel
-    assert list(r.argv[1:-2]) == ["-arch=sm_90a", "--cubin", "--use_fast_math", "-lineinfo",
-                                  "--ptxas-options=-v,-O3", "-I.", *cutlass, "-o"]
+    from cuda_magic.compile.headers import cutlass_dirs
+    cutlass = [f"-I{d}" for d in cutlass_dirs()]     # the nvidia-cutlass wheel: include, tools/util
     out, src = r.argv[-2:]
+    keep = ["--keep", f"--keep-dir={os.path.dirname(src)}"]     # the PTX view of this very run
+    assert list(r.argv[1:-2]) == ["-arch=sm_90a", "--cubin", "--use_fast_math", "-lineinfo",
+                                  "--ptxas-options=-v,-O3", "-I.", *cutlass, *keep, "-o"]
     assert os.path.basename(out) == "out.cubin" and os.path.basename(src) == "cell.cu"
     assert os.path.dirname(out) == os.path.dirname(src) and not os.path.exists(src)
 
@@ -284,8 +288,9 @@ def test_name_expressions_for_templates():
     assert set(r.kernels) == set(r.lowered_names.values())
     assert "FMUL" in sass(r, "twice<float>") or "FADD" in sass(r, "twice<float>")
     assert "DADD" in sass(r, "twice<double>") or "DMUL" in sass(r, "twice<double>")
-    with pytest.raises(ValueError, match="name expressions need NVRTC"):
-        compile_source(src, cfg(compiler="nvcc"), name_expressions=["twice<float>"])
+    # nvcc: the same names, by lines after the cell and the binary's demangled entries
+    r = compile_source(src, cfg(compiler="nvcc"), name_expressions=["twice<float>", "twice<double>"])
+    assert r.lowered_names == {"twice<float>": "_Z5twiceIfEvPT_", "twice<double>": "_Z5twiceIdEvPT_"}
 
 
 def test_no_arch_and_no_gpu_says_how_to_set_one(monkeypatch):

@@ -161,6 +161,71 @@ def test_lines_match_nvdisasm(name, compiler, tmp_path):
         assert nested, "inner() inlined in poly() inlined in a kernel: two 'inlined at' levels"
 
 
+def check_chains(cubin: bytes, tmp_path) -> tuple[int, int]:
+    """inline_table against ``nvdisasm -gi``: the innermost line everywhere, the whole chain
+    where nvdisasm prints one; (chains compared, the deepest)."""
+    table = B.inline_table(cubin)
+    assert {k: [(a, c[0]) for a, c in v] for k, v in table.items()} == \
+        {k: [(a, (f, n)) for a, f, n in v] for k, v in line_table(cubin).items()}
+
+    def same(ours, theirs):
+        return ours[1] == theirs[1] and _same_file(ours[0], theirs[0])
+
+    deep = checked = 0
+    for kernel, addrs in markers(nvdisasm(cubin, tmp_path, "-g", "-gi")).items():
+        before = None
+        for address in sorted(addrs):
+            chain = B.chain_of(table[kernel], address)
+            want = [(f, n) for f, n, _, _ in addrs[address]]
+            if not want:
+                assert chain is None
+                continue
+            assert same(chain[0], want[0]), (kernel, hex(address), chain, want)
+            # nvdisasm prints a new group where the innermost line changes (an unrolled
+            # loop's next trip at the same line prints none): there the whole chain is its
+            if chain[0] != before:
+                assert len(chain) == len(want) and all(map(same, chain, want)), \
+                    (kernel, hex(address), chain, want)
+                checked += 1
+                deep = max(deep, len(chain))
+            before = chain[0]
+    return checked, deep
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_inline_chains_match_nvdisasm(compiler, tmp_path):
+    checked, deep = check_chains(build("multi", compiler, True), tmp_path)
+    assert checked >= 10 and deep == 3          # inner() in poly() in a kernel
+    assert B.inline_table(build("multi", compiler, False)) == {}
+
+
+def test_inline_state_is_per_sequence():
+    """0x90's call-site row counts from the sequence's first row; one past the rows seen so
+    far (malformed) reads as not inlined, as does every row after the end of a sequence."""
+    # one unit by hand: rows 1 (cell.cu:5), 2 (h.cuh:9 inlined at 1), then a new sequence
+    # whose row 1 (cell.cu:7) is followed by h.cuh:3 inlined at row 2 (not yet seen), then
+    # h.cuh:4 inlined at its row 1
+    header = bytes([1, 1, 1, 0xFB, 14, 13]) + bytes([0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1]) + \
+        b"\0" + b"cell.cu\0\0\0\0" + b"h.cuh\0\0\0\0" + b"\0"
+    seq = lambda rows: b"".join(rows)
+    set_addr = bytes([0, 9, 2]) + bytes(8)
+    inl = lambda at: bytes([0, 3, 0x90, at, 0])
+    end = bytes([0, 1, 1])
+    program = seq([set_addr, bytes([3, 4, 1]),                       # line 5, copy
+                   inl(1), bytes([4, 2, 3, 4, 2, 16, 1]),            # file 2, line 9, pc+16
+                   end,
+                   set_addr, bytes([3, 6, 1]),                       # line 7
+                   inl(2), bytes([4, 2, 3, 0x7C, 2, 32, 1]),         # file 2, line 3, pc+32
+                   inl(1), bytes([3, 1, 2, 16, 1]),                  # line 4 at row 1, pc+16
+                   end])
+    body = struct.pack("<IHI", 2 + 4 + len(header) + len(program), 3, len(header)) + header + program
+    rows, calls = {}, {}
+    B._line_unit(body, 0, "cell.cu", lambda off, stored: ("k", stored), rows, calls)
+    assert rows["k"] == [(0, "cell.cu", 5), (16, "h.cuh", 9), (0, "cell.cu", 7), (32, "h.cuh", 3),
+                         (48, "h.cuh", 4)]
+    assert calls["k"] == [None, 0, None, None, 2]
+
+
 def _source_lines(name):
     return len(CELLS[name][0].splitlines())
 

@@ -145,3 +145,27 @@ def test_header_line_time_is_the_wall_time_in_seconds_from_one_second():
     header = content(m).header()
     assert "compiled in 19.8 s" in header
     assert sum(r.compile_time for r in m.results) != 19.8
+
+
+# -- the first cell: looking for a GPU overlaps the compile ------------------------------------
+
+def test_the_magic_looks_for_a_gpu_beside_the_compile_not_before_it(shell, monkeypatch):
+    import threading
+    from cuda_magic.compile import arch
+    seen = []
+
+    def detect():
+        seen.append(threading.current_thread().name)
+        return None
+    monkeypatch.setattr(arch, "detect_arch", detect)
+    shell.run_cell_magic("cuda", "--arch sm_90a --quiet", KERNEL.format(6))
+    assert seen == ["cuda-magic detect arch"]
+    seen.clear()
+    shell.run_cell_magic("cuda", "--arch sm_90a --quiet --compile-only", KERNEL.format(7))
+    assert seen == []                      # --compile-only never looks
+
+
+def test_build_takes_load_as_a_question_asked_after_compiling():
+    asked = []
+    m = cuda_magic.build(KERNEL.format(8), LINE, load=lambda: asked.append(1) or False)
+    assert asked == [1] and m.load_error is None

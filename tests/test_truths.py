@@ -133,7 +133,7 @@ def test_compare_says_when_nvrtc_and_nvcc_differ_in_version(shell, monkeypatch):
     w = v.widget()
     assert html.escape(note) in w.children[0].value
     assert c.modules["b"].result.argv[0] == OLD_NVCC           # exact
-    assert "nvcc -arch=" in v.text() and OLD_NVCC not in v.text()
+    assert "nvcc -gencode=arch=" in v.text() and OLD_NVCC not in v.text()
 
 
 # -- 4. a fatbin's SASS reads as a cubin's -------------------------------------------------------
@@ -214,7 +214,8 @@ def test_nvcc_argv_names_its_temporary_directory(shell, capsys):
     argv = m.result.argv
     tmp = os.path.dirname(argv[-1])
     short = C.argv_short_text(argv)
-    assert short.startswith("nvcc -arch=sm_90a --fatbin ")
+    assert short.startswith("nvcc -gencode=arch=compute_90a,code=sm_90a "
+                            "-gencode=arch=compute_90a,code=compute_90a --fatbin ")
     assert short.endswith("-o <tmp-dir>/out.fatbin <tmp-dir>/cell.cu") and tmp not in short
     assert os.path.isabs(argv[0]) and argv[-1] == os.path.join(tmp, "cell.cu")
     cuda_magic.show(m, "argv")

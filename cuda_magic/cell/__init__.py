@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import shlex
+import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -25,6 +26,7 @@ from .signature import KernelDecl, SignatureError, find_kernels
 __all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "resolve_cell", "build"]
 
 HEADER = "//|"
+MAX_SPELLING = 1000      # characters of an --instantiate spelling
 
 
 class CellError(ConfigError):
@@ -281,16 +283,16 @@ def resolve_cell(text: str, options: Mapping | None = None, *, session: Mapping 
 
 def build(text: str, options: Mapping | None = None, *, session: Mapping | None = None,
           preset: str | None = None, instantiate: Sequence[str] = (), force: bool = False,
-          load: bool = False, adjust: Callable[[Resolved], Resolved] | None = None) -> Module:
+          load: bool | Callable[[], bool] = False, adjust: Callable[[Resolved], Resolved] | None = None) -> Module:
     """Parse, layer, compile and bind one cell.
 
     ``options`` is the magic line's layer (see :func:`line_config`); it and
     the cell's ``//|`` header together form the ``cell`` layer, and a key in
     both is an error.  ``instantiate`` names template instances
     (``"axpy<float>"``, ``"ns::axpy<float>"``).  The kernels bound are the kernel
-    entries of the binary (see :mod:`cuda_magic.cell.bind`).  ``load=True`` loads
-    the modules on the GPU now and records a failure in ``Module.load_error``
-    instead of raising.  ``adjust`` edits each resolved config after all layers
+    entries of the binary (see :mod:`cuda_magic.cell.bind`).  ``load=True`` (or a
+    function asked after compiling, returning whether to) loads the modules on the GPU
+    now and records a failure in ``Module.load_error`` instead of raising.  ``adjust`` edits each resolved config after all layers
     (``%%cuda_compare`` variants).
     """
     adjust = adjust or (lambda resolved: resolved)
@@ -299,16 +301,14 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
     base = _layers(parsed, options, session, preset)
     cell_config = adjust(resolve(*base))
 
-    instances: dict[str, tuple[str, KernelDecl]] = {}     # spelling -> (python name, decl)
+    # spelling -> (python name, decl or None): the compiler and the binary judge a spelling; the
+    # parser only adds the declaration it sees (parameter names, the kernel's own config)
+    instances: dict[str, tuple[str, KernelDecl | None]] = {}
     for spelling in instantiate:
-        decl = _template_for(parsed.kernels, spelling)
-        try:
-            pyname, _ = signature.instantiate(decl, spelling)
-        except SignatureError as exc:
-            why = str(exc).split(": ", 1)[-1] if exc.line else str(exc)
-            why = clip(why.split(f"'{spelling}': ", 1)[-1], 300)
-            raise CellError(f"--instantiate {quote(spelling)}: {why}", decl.line) from None
-        instances[spelling.strip()] = (pyname, decl)
+        if isinstance(spelling, str) and len(spelling) > MAX_SPELLING:
+            raise CellError(f"--instantiate {quote(spelling, 80)}: {len(spelling)} characters is no "
+                            f"template instance (at most {MAX_SPELLING})")
+        instances[spelling.strip()] = bind.instance(parsed.kernels, spelling)
 
     # One build per distinct config; a kernel's //| block makes its own, an arch list one per arch.
     def config_of(decl: KernelDecl | None) -> Resolved:
@@ -329,10 +329,12 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
     configs = {d.line: config_of(d) for d in parsed.kernels}
     default = config_of(None) if not parsed.kernels or \
         any(d.line not in parsed.kernel_headers for d in parsed.kernels) else None
-    families = _Families(default, [configs[d.line] for d in parsed.kernels])
+    families = _Families(default, [configs[d.line] for d in parsed.kernels], parsed.kernels)
     for spelling, (_, decl) in instances.items():
-        families.names(configs[decl.line]).append(spelling)
+        families.names(configs[decl.line] if decl else families.home(default)).append(spelling)
+    started = time.perf_counter()
     built = families.compile(text, force)
+    wall = time.perf_counter() - started
     groups = families.bound(built)          # json -> (config, result) of the builds bound
     keys = list(groups)
     results = [r for _, r in groups.values()]
@@ -341,6 +343,7 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
     bindings, owners = _bindings(results, [keys.index(families.bound_key(configs[d.line]))
                                            for d in parsed.kernels],
                                  parsed.kernels, instances, home)
+    bindings = bind.written(bindings, owners, text)     # the user's text names instances
     names = bind.python_names(bindings)
     overloaded = {b.name for b in bindings if sum(c.name == b.name for c in bindings) > 1}
     entries, of = [], {}
@@ -348,20 +351,21 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
         key = b.signature if b.name in overloaded else b.name
         family = configs[b.decl.line] if b.decl is not None else families.home(default)
         config = families.bound_config(family)
-        aliases = tuple(x for x in (b.spelling, instances.get(b.spelling, ("",))[0]) if x)
+        aliases = tuple(dict.fromkeys(x for x in (*b.written, instances.get(b.spelling, ("",))[0]) if x))
         entries.append(_Entry(key, pyname, b.params, b.decl, config, b, aliases,
                               families.of_arch(family, built), families.unavailable(family)))
         of[key] = r
     matched = {b.decl.line for b in bindings if b.decl is not None}
-    templates = [signature.template_hint(d) for d in parsed.kernels
-                 if d.template and d.line not in matched]
+    templates = [signature.template_hint(d) or d.qualified for d in parsed.kernels
+                 if d.template and d.line not in matched]      # no hint that makes no sense
     missing = [f"{d.qualified} (line {d.line})" for d in parsed.kernels
                if not d.template and d.definition and d.line not in matched]
     if missing and not any(r.entries for r in results):
         _no_kernels(parsed, results, missing)
     module = Module(text, parsed, options, entries, results, of, cell_config, templates, missing,
                     every=tuple(dict.fromkeys(built.values())), archs=families.archs)
-    if load and module.kernels:
+    module.compile_wall = wall
+    if module.kernels and (load() if callable(load) else load):
         try:
             module.load()
         except Exception as exc:  # a GPU that cannot run this arch, no driver, ...
@@ -400,20 +404,6 @@ def _bindings(results, owner_of: Sequence[int], decls: Sequence[KernelDecl], ins
             found.append((bind.Binding(entry, decl, bind.params_of(entry, decl, ptx), spelling), r))
     found.sort(key=lambda f: (f[0].decl.line if f[0].decl is not None else 1 << 30, f[0].name))
     return [b for b, _ in found], [r for _, r in found]
-
-
-def _template_for(decls: Sequence[KernelDecl], spelling: str) -> KernelDecl:
-    """The template kernel an ``--instantiate`` spelling names (qualified or not)."""
-    head = spelling.split("<", 1)[0].strip()
-    name = head.split("::")[-1].strip()
-    found = [d for d in decls if d.name == name and d.template]
-    scoped = [d for d in found if d.qualified.endswith(head.lstrip(":")) or "::" not in head]
-    if not (scoped or found):
-        others = [d.qualified for d in decls if d.template]
-        raise CellError(f"--instantiate {quote(spelling)}: the cell has no template kernel "
-                        f"{quote(head, 80)}"
-                        + (f"; its templates: {', '.join(others)}" if others else ""))
-    return (scoped or found)[0]
 
 
 def session_config(session: Mapping | None, preset: str | None = None) -> Resolved:

@@ -11,7 +11,12 @@ macros are already resolved.
 Python names: the kernel's C++ name (``scale``; a template instance ``k<256>`` is
 ``k_256``); if two entries share it, their qualified names (``a::k`` -> ``a_k``);
 if those clash too (overloads), the parameter types are appended
-(``scale(float*, float, int)`` -> ``scale_float_ptr_float_int``).
+(``scale(float*, float, int)`` -> ``scale_float_ptr_float_int``).  A template instance is
+named by the text the user wrote for it (``--instantiate``, a tune point, an explicit
+instantiation in the source): ``reduce7<int, 256, true>`` -> ``reduce7_int_256_true`` although
+the binary says ``reduce7<int, 256u, true>``, ``k<>`` -> ``k``; an instance no text names is
+named by its demangled name, :func:`~cuda_magic.compile.instances.tidy`'d (no literal suffixes,
+casts or versioned inline namespaces), so names do not change with a library's version.
 """
 
 from __future__ import annotations
@@ -20,13 +25,18 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
+from ..compile.instances import find as find_instances
+from ..compile.instances import split as split_instance
+from ..compile.instances import tidy
 from ..runtime.types import Param, canonical_type
-from .signature import ANONYMOUS, KernelDecl, param_from_type
+from . import signature
+from .signature import ANONYMOUS, KernelDecl, SignatureError, param_from_type
 
 if TYPE_CHECKING:      # the binary reader is imported when a cell is first built
     from ..compile.binary import Entry
 
-__all__ = ["Binding", "match", "params_of", "python_names", "ptx_of", "ptx_params"]
+__all__ = ["Binding", "instance", "match", "params_of", "python_names", "ptx_of", "ptx_params",
+           "written"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class Binding:
     decl: KernelDecl | None
     params: tuple[Param, ...]
     spelling: str | None = None       # the --instantiate spelling, if it came from one
+    written: tuple[str, ...] = ()     # the user's texts for this instance; the first names it
 
     @property
     def name(self) -> str:
@@ -66,6 +77,40 @@ def _split_name(name: str) -> tuple[str, str, bool]:
     head = name[:cut - 1] if cut > 0 else ""
     base = name[cut + 1:base_end] if cut >= 0 else name[:base_end]
     return head, base.strip(), base_end < len(name)
+
+
+def instance(decls: Sequence[KernelDecl], spelling: str) -> tuple[str, KernelDecl | None]:
+    """``(python name, declaration)`` for an ``--instantiate`` spelling: the template kernel of
+    the cell it names if the parser reads the spelling as one of its instances, else None (a
+    kernel the parser does not see: in an included header, an ``enable_if_t`` return type).
+    Never an error: the compiler and the binary say whether the instance exists."""
+    scope, base, _ = split_instance(spelling)
+    head = "::".join(scope)
+    found = [d for d in decls if d.name == base and d.template]
+    scoped = [d for d in found if not head or d.qualified.endswith(head + "::" + base)]
+    for decl in scoped or found:
+        try:
+            return signature.instantiate(decl, spelling)[0], decl
+        except SignatureError:
+            continue
+    return _ident(tidy(spelling.replace(ANONYMOUS + "::", "").strip().lstrip(":"))), None
+
+
+def written(bindings: Sequence[Binding], results: Sequence, source: str) -> list[Binding]:
+    """``bindings`` with the user's texts for each instance (:attr:`Binding.written`): every
+    ``--instantiate`` spelling its build lowered to the entry (``k<>`` and ``k<true, false>`` are
+    one entry), and the explicit instantiations of ``source`` that match it
+    (:func:`~cuda_magic.compile.instances.find`; one that fits several entries names none)."""
+    explicit = [text for text, _ in signature.explicit_instances(source)]
+    out = []
+    for b, r in zip(bindings, results):
+        # in the order given: the first spelling of an instance names it
+        texts = [expr for expr, sym in r.lowered_names.items() if sym == b.entry.symbol]
+        if explicit and b.entry.param_types is not None:
+            found = find_instances(explicit, r.entries)
+            texts += [t for t in explicit if found.get(t) == b.entry.symbol]
+        out.append(replace(b, written=tuple(dict.fromkeys(texts))))
+    return out
 
 
 def _same_types(decl: KernelDecl, types: Sequence[str]) -> bool:
@@ -200,16 +245,27 @@ def plain_name(name: str) -> str:
     return _ident(unqualified(name))
 
 
+def _as_written(b: Binding) -> str:
+    """The binding's C++ name as the user wrote it (qualified as the binary says), else tidied."""
+    name = tidy(b.name)
+    if not b.written:
+        return name
+    ns = _split_name(name)[0]
+    text = unqualified(tidy(b.written[0].replace(ANONYMOUS + "::", "").strip().lstrip(":")))
+    return f"{ns}::{text}" if ns else text
+
+
 def python_names(bindings: Sequence[Binding]) -> list[str]:
     """A unique Python identifier per binding (see the module docstring)."""
     def level(b, depth):
+        name = _as_written(b)
         if depth == 0:
-            return unqualified(b.name)
+            return unqualified(name)
         if depth == 1:
-            return b.name
+            return name
         types = b.entry.param_types if b.entry.param_types is not None else \
             tuple(f"{p.type}{'*' * p.pointer}" for p in b.params)
-        return b.name + "_" + "_".join(types or ("void",))
+        return name + "_" + "_".join(tidy(t) for t in types or ("void",))
 
     names = [""] * len(bindings)
     todo = list(range(len(bindings)))

@@ -27,8 +27,8 @@ from itertools import product
 
 from ..runtime.types import Param, canonical_type
 
-__all__ = ["KernelDecl", "TemplateParam", "SignatureError", "blank", "find_kernels", "instantiate",
-           "param_from_type", "template_hint"]
+__all__ = ["KernelDecl", "TemplateParam", "SignatureError", "blank", "explicit_instances",
+           "find_kernels", "instantiate", "param_from_type", "template_hint"]
 
 _LEX = re.compile(r"""
     (?P<comment>//(?:\\.|[^\\\n])*|/\*.*?(?:\*/|\Z))
@@ -749,6 +749,31 @@ def find_kernels(source: str) -> list[KernelDecl]:
 
 # -- templates ----------------------------------------------------------------------------------
 
+def explicit_instances(source: str) -> list[tuple[str, int]]:
+    """The instances explicit instantiations in ``source`` name, as written, with their line:
+    ``template __global__ void ops::fill<float, 4>(float*, float);`` -> ``("ops::fill<float, 4>",
+    line)`` (``template __global__ decltype(k<8>) k<8>;`` too).  Specialisations
+    (``template <>``) are not instantiations."""
+    code, out = _code(source), []
+    clean = _blank(source, strings=False)
+    for m in re.finditer(r"\btemplate\b(?!\s*<)", code):
+        end = code.find(";", m.end())
+        if end < 0 or "{" in code[m.end():end] or not re.search(r"\b__global__\b", code[m.end():end]):
+            continue
+        found, depth = None, 0
+        for n in re.finditer(_NAME + r"\s*<|[()]", code[m.end():end]):
+            a = m.end() + n.start()
+            if n[0] in "()":
+                depth += 1 if n[0] == "(" else -1
+                continue
+            gt = _close(code, m.end() + n.end() - 1)
+            if depth == 0 and gt > 0 and re.match(r"\s*(?:\(|$)", code[gt + 1:end]):
+                found = " ".join(clean[a:gt + 1].split())
+        if found:
+            out.append((found, _line(code, m.start())))
+    return out
+
+
 def _template_params(decl: KernelDecl) -> tuple[TemplateParam, ...]:
     if decl.template_params:
         return decl.template_params
@@ -775,21 +800,22 @@ def _example(tp: TemplateParam) -> str:
         return "true"
     if t in ("float", "double"):
         return "1.0f" if t == "float" else "1.0"
-    if t.endswith(("*", "&")):
-        return "nullptr"
+    if t.endswith(("*", "&")) or "(" in t:
+        return None                                    # a pointer: no instance makes sense unseen
     integer = set(t.split()) <= {"signed", "unsigned", "short", "long", "int", "char"} or t == "auto"
     if integer and t:
         return "128" if re.search(r"(?i)block|thread|^(b|bs|tpb|nt|bdim)$", tp.name) else "4"
     return f"{t}{{}}"                                  # an enum or a structural type: its zero
 
 
-def template_hint(decl: KernelDecl) -> str:
+def template_hint(decl: KernelDecl) -> str | None:
     """An instantiation of ``decl`` that compiles, to show users: ``k<128>`` for ``template <int B>``,
     ``ns::k<float, 4>`` for ``template <typename T, int N>`` in ``ns``, ``k<true>`` for ``bool``.
 
     Trailing parameters with defaults are left out; ``float`` stands for a type, 128 for an integer
     named like a block size, 4 for other integers, ``E{}`` for an enum ``E``.  A kernel that is no
-    template gives its name.
+    template gives its name.  None when a parameter needs a pointer (a function to call, an array):
+    ``nullptr`` would compile but make no sense.
     """
     prefix = max(_qualifiers(decl), key=len)
     name = f"{prefix}::{decl.name}" if prefix else decl.name
@@ -804,6 +830,8 @@ def template_hint(decl: KernelDecl) -> str:
             value = re.sub(r"\b[A-Za-z_]\w*\b", lambda w: mapping.get(w[0], w[0]), tp.default)
         else:
             value = _example(tp)
+        if value is None:
+            return None
         args.append(value)
         if tp.name:
             mapping[tp.name] = value

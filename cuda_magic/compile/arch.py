@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+from typing import Callable
 
-__all__ = ["detect_arch", "arch_for", "pick_arch", "gpu_archs"]
+__all__ = ["detect_arch", "detect_arch_soon", "arch_for", "pick_arch", "gpu_archs"]
 
 
 def arch_for(major: int, minor: int) -> str:
@@ -32,6 +34,21 @@ def detect_arch() -> str | None:
         return arch_for(int(major), int(minor))
     except Exception:  # no libcuda (cuda.bindings raises a RuntimeError subclass), no wheel
         return None
+
+
+def detect_arch_soon() -> Callable[[], str | None]:
+    """Start :func:`detect_arch` in a thread, so that it overlaps a compile (the first call
+    imports the driver bindings and calls ``cuInit``: ~80 ms with no GPU); the function
+    returned waits for its answer."""
+    box: dict = {}
+    worker = threading.Thread(target=lambda: box.setdefault("arch", detect_arch()),
+                              name="cuda-magic detect arch", daemon=True)
+    worker.start()
+
+    def answer() -> str | None:
+        worker.join()
+        return box.get("arch")
+    return answer
 
 
 _CC = re.compile(r"sm_(\d+)(\d)([af]?)")

@@ -32,7 +32,8 @@ cubin (ELF64, ``e_machine`` EM_CUDA = 190)
     Machine code (:func:`kernel_code`): the entry's ``.text.<name>`` section.
     Source lines (:func:`line_table`): ``.debug_line``, a DWARF 3 line program
     (``-lineinfo``) whose sequences' addresses ``.rela.debug_line`` relocates
-    against the kernels' symbols; see there.
+    against the kernels' symbols; see there.  The lines each was inlined at
+    (:func:`inline_table`): NVIDIA's extended opcode 0x90 in the same program.
 
 PTX (text)
     ``.entry`` names (with or without ``.visible``/``.weak``; ``.func`` is
@@ -83,7 +84,8 @@ from ..config import Error
 from .backends import ToolNotFoundError
 
 __all__ = ["Entry", "Image", "BinaryFormatError", "entries", "demangle", "split_signature",
-           "c_type", "fatbin_images", "kernel_code", "line_table", "line_of", "cubin_for"]
+           "c_type", "fatbin_images", "kernel_code", "line_table", "line_of", "inline_table",
+           "chain_of", "cubin_for"]
 
 FORMATS = ("cubin", "ptx", "fatbin")
 
@@ -126,6 +128,7 @@ def entries(binary: bytes | str, fmt: str, *, arch: str | None = None) -> tuple[
         raw = _fatbin_entries(_as_bytes(binary), arch)
     else:
         raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
+    raw = [(sym, params) for sym, params in raw if not _DEVRT.search(sym)]
     names = demangle(sym for sym, _ in raw)
     out = []
     for sym, params in raw:
@@ -136,6 +139,11 @@ def entries(binary: bytes | str, fmt: str, *, arch: str | None = None) -> tuple[
         name, types = split_signature(text)
         out.append(Entry(sym, _angles(name), text, tuple(c_type(t) for t in types), params))
     return tuple(sorted(out, key=lambda e: (e.name, e.symbol)))
+
+
+# The device runtime's own kernels (libcudadevrt's file-static memcpy/memset helpers), which a
+# device link of relocatable code adds (compile/link.py): never the cell's, never bound.
+_DEVRT = re.compile(r"^__nv_static_\w*_cuda_device_runtime_cu_")
 
 
 def _as_bytes(binary) -> bytes:
@@ -572,6 +580,7 @@ _LNS_COPY, _LNS_ADVANCE_PC, _LNS_ADVANCE_LINE, _LNS_SET_FILE = 1, 2, 3, 4
 _LNS_CONST_ADD_PC, _LNS_FIXED_ADVANCE_PC = 8, 9
 # DW_LNE_* extended opcodes
 _LNE_END_SEQUENCE, _LNE_SET_ADDRESS, _LNE_DEFINE_FILE = 1, 2, 3
+_LNE_INLINED_AT = 0x90                                  # NVIDIA's: see inline_table
 
 
 def line_table(cubin: bytes, *, main: str = "cell.cu") -> dict[str, list[tuple[int, str, int]]]:
@@ -594,31 +603,75 @@ def line_table(cubin: bytes, *, main: str = "cell.cu") -> dict[str, list[tuple[i
     NVRTC's working directory, nvcc's temporary one), so the cell reads
     ``cell.cu`` and a header beside it its own name.
 
-    NVIDIA's extended opcode 0x90 (two ULEBs) marks inlined code: the first is
-    the 1-based number, within the sequence, of the row of the call site (what
-    ``nvdisasm -gi`` prints as "inlined at"); it is skipped here.  No
-    ``.debug_line`` (a build without ``-lineinfo``): ``{}``.  A malformed one:
-    :class:`BinaryFormatError`.
+    NVIDIA's extended opcode 0x90 (two ULEBs) marks inlined code (see
+    :func:`inline_table`); it is skipped here.  No ``.debug_line`` (a build
+    without ``-lineinfo``): ``{}``.  A malformed one: :class:`BinaryFormatError`.
     """
+    rows, _ = _line_rows(cubin, main)
+    return {key: [r for _, r in _innermost(found)] for key, found in rows.items()}
+
+
+def inline_table(cubin: bytes, *, main: str = "cell.cu"
+                 ) -> dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]]:
+    """Kernel symbol -> ``(address, chain)`` rows, sorted by address: ``chain`` is the innermost
+    ``(file, line)`` (what :func:`line_table` gives) followed by each line it was inlined at,
+    outwards, the last one not inlined (``nvdisasm -gi``'s markers, in that order).
+
+    NVIDIA's extended opcode 0x90 carries two ULEBs; the first is the 1-based number,
+    within the sequence, of the row of the call site, 0 for code not inlined (the second,
+    an offset in ``.debug_str``, is not read).  It sets a state, like ``DW_LNS_set_file``:
+    every row after it is inlined at that row until the next 0x90 or the end of the
+    sequence.  Files as in :func:`line_table`."""
+    rows, calls = _line_rows(cubin, main)
+    out = {}
+    for key, found in rows.items():
+        parent = calls[key]
+        chains = []
+        for i, (address, file, line) in _innermost(found):
+            chain, seen = [(file, line)], {i}
+            while parent[i] is not None and parent[i] not in seen:    # a loop: malformed, stop
+                i = parent[i]
+                seen.add(i)
+                chain.append(found[i][1:])
+            chains.append((address, tuple(chain)))
+        out[key] = chains
+    return out
+
+
+def chain_of(rows: list[tuple[int, tuple]], address: int) -> tuple[tuple[str, int], ...] | None:
+    """The inline chain of the row with the greatest address <= ``address`` (rows as
+    :func:`inline_table` gives them); None before the first row."""
+    i = bisect.bisect_right(rows, address, key=lambda r: r[0])
+    return rows[i - 1][1] if i else None
+
+
+def _innermost(found: list[tuple[int, str, int]]) -> list[tuple[int, tuple[int, str, int]]]:
+    """(index, row) of the last row at each address, sorted by address (stable: program order
+    within an address)."""
+    order = sorted(range(len(found)), key=lambda i: found[i][0])
+    return [(i, found[i]) for n, i in enumerate(order)
+            if n + 1 == len(order) or found[order[n + 1]][0] != found[i][0]]
+
+
+def _line_rows(cubin: bytes, main: str) -> tuple[dict, dict]:
+    """Kernel symbol -> rows in program order, and -> the index of each row's call site
+    (None: not inlined), from ``.debug_line``."""
     data = _as_bytes(cubin)
     secs = _elf_sections(data)
     where = [i for i, s in enumerate(secs) if s.name == ".debug_line"]
     if not where:
-        return {}
+        return {}, {}
     dl = where[0]
     body = _section_bytes(data, secs[dl])
     symtabs = _all_symbols(data, secs)
     relocs = _relocations(data, secs, dl, symtabs)
     rows: dict[str, list[tuple[int, str, int]]] = {}
+    calls: dict[str, list[int | None]] = {}
     at = 0
     while at < len(body):
         at = _line_unit(body, at, main, lambda off, stored: _place(off, stored, relocs, secs, symtabs),
-                        rows)
-    out = {}
-    for key, found in rows.items():
-        found.sort(key=lambda r: r[0])                  # stable: program order within an address
-        out[key] = [r for i, r in enumerate(found) if i + 1 == len(found) or found[i + 1][0] != r[0]]
-    return out
+                        rows, calls)
+    return rows, calls
 
 
 def line_of(rows: list[tuple[int, str, int]], address: int) -> tuple[str, int] | None:
@@ -684,8 +737,10 @@ def _owner(shndx: int, sym: _Symbol | None, secs, symtabs) -> str:
     return name[len(".text."):] if name.startswith(".text.") else name
 
 
-def _line_unit(body: bytes, at: int, main: str, place, rows: dict) -> int:
-    """Run the line program of the unit at ``at``; add its rows to ``rows``; the next unit's offset."""
+def _line_unit(body: bytes, at: int, main: str, place, rows: dict, calls: dict | None = None) -> int:
+    """Run the line program of the unit at ``at``; add its rows to ``rows`` (and to ``calls``
+    the index in ``rows[key]`` of each row's call site, None when not inlined); the next
+    unit's offset."""
     what = f".debug_line (unit at offset {at})"
     r = _Reader(body, at, len(body), what)
     length, offsize = r.u(4), 4
@@ -747,6 +802,7 @@ def _line_unit(body: bytes, at: int, main: str, place, rows: dict) -> int:
     key = None
 
     address, op_index, file, line = 0, 0, 1, 1
+    base = inlined = 0             # the sequence's first row in rows[key]; 0x90's call-site row
 
     def advance(ops: int):
         nonlocal address, op_index
@@ -758,7 +814,11 @@ def _line_unit(body: bytes, at: int, main: str, place, rows: dict) -> int:
         if key is None:
             raise BinaryFormatError(f"malformed {what}: a row at offset {r.pos} before any "
                                     "DW_LNE_set_address")
-        rows.setdefault(key, []).append((address, file_name(file), line))
+        found = rows.setdefault(key, [])
+        if calls is not None:                          # a call site not yet seen: not inlined
+            calls.setdefault(key, []).append(base + inlined - 1
+                                             if 0 < inlined <= len(found) - base else None)
+        found.append((address, file_name(file), line))
 
     while r.pos < end:
         op = r.u(1)
@@ -775,16 +835,21 @@ def _line_unit(body: bytes, at: int, main: str, place, rows: dict) -> int:
             sub = r.u(1)
             if sub == _LNE_END_SEQUENCE:
                 key = None
-                address, op_index, file, line = 0, 0, 1, 1
+                address, op_index, file, line, inlined = 0, 0, 1, 1, 0
             elif sub == _LNE_SET_ADDRESS:
                 if size - 1 not in (4, 8):
                     raise BinaryFormatError(f"malformed {what}: a {size - 1}-byte address at "
                                             f"offset {r.pos}")
+                fresh = key is None
                 key, address = place(r.pos, r.u(size - 1))
                 op_index = 0
+                if fresh:
+                    base = len(rows.get(key, ()))
             elif sub == _LNE_DEFINE_FILE:
                 read_file()
-            r.pos = start + size                        # skips unknown ones (0x90, discriminator)
+            elif sub == _LNE_INLINED_AT:
+                inlined = r.uleb()                      # then an offset in .debug_str
+            r.pos = start + size                        # skips unknown ones (discriminator)
             if r.pos > end:
                 raise BinaryFormatError(f"truncated {what}: extended opcode 0x{sub:x} at offset "
                                         f"{start} runs past the unit's end")

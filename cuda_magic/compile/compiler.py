@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -17,6 +18,7 @@ from .arch import detect_arch
 from .backends import CompileError, InputTypeError, Output, get_backend
 from .cache import Cache
 from . import headers as _headers
+from . import link as _link
 from ..config import BackendConfig, ConfigError, Error, Resolved, bad_char, get_preset, \
     parse_backend_config, quote, resolve
 from .ptxas import Resources, parse_ptxas
@@ -284,9 +286,11 @@ _KNOWN = (
      "CUTLASS/CuTe under NVRTC: add -default-device to the nvrtc flags (CUTLASS's constexpr "
      "helpers carry no __device__)."),
     ("nvrtc", ("cute/", "is incompatible with template parameter"),
-     "CuTe under NVRTC: the nvidia-cutlass wheel (4.2) declares std::tuple_size differently from "
-     "CCCL 3 (CUDA 13), so CuTe does not compile under NVRTC with these headers. Compile the cell "
-     "with --compiler nvcc, or put a newer CUTLASS first with -I (and add -default-device)."),
+     "CuTe under NVRTC: the nvidia-cutlass wheel (4.2) declares std::tuple_size/tuple_element "
+     "variadic, which CCCL 3.2+ (CUDA 13.2+) refuses; it compiles with CCCL 3.0/3.1: pip install "
+     "--target DIR 'nvidia-cuda-cccl<13.2' and put it first in the nvrtc flags, -I DIR/nvidia/cu13/"
+     "include -I DIR/nvidia/cu13/include/cccl (with -default-device), or compile the cell with "
+     "--compiler nvcc."),
 )
 
 
@@ -294,11 +298,27 @@ def _known(exc: CompileError, backend) -> None:
     for compiler, patterns, note in _KNOWN:
         if backend.name == compiler and all(p in exc.log for p in patterns):
             exc.note(note)
+    if backend.name == "nvrtc":
+        _older_cccl(exc)
+
+
+def _older_cccl(exc: CompileError) -> None:
+    """Name the CCCL when a standard name the supplied headers declare only on newer CCCLs
+    (:data:`.stdheaders.SINCE`) is missing."""
+    from .stdheaders import SINCE
+    missing = sorted({n for n in SINCE if re.search(
+        rf'(identifier|no member) "(std::)?{n}"( is undefined)?', exc.log)})
+    version = _headers.cccl_version()
+    if not missing or version is None or version >= (3, 1, 0):
+        return
+    exc.note(f"{', '.join(missing[:3])}: not in CCCL {'.'.join(map(str, version))} (from "
+             f"{_headers.header_dirs().get('cccl')}); the supplied standard headers declare it with "
+             f"CCCL 3.1+: pip install -U nvidia-cuda-cccl (or 'cuda-toolkit[cccl]'), or use "
+             f"--compiler nvcc")
 
 
 def _not_found(exc: CompileError, backend, flags: Sequence[str]) -> None:
     """Say where a missing include was looked for, in order, and the likely fix."""
-    from .stdheaders import missing_hint
     missing = exc.missing_includes()
     if not missing:
         return
@@ -314,11 +334,55 @@ def _not_found(exc: CompileError, backend, flags: Sequence[str]) -> None:
     else:   # nvcc: session headers sit beside cell.cu; then the user's -I, then -I.
         beside = f" (with %%cuda_header {session})" if session else ""
         order = [f"the including file's directory{beside}", *dirs, f"{here} (-I.)"] + \
-            [f"-I {d}" for d in [_headers.cutlass_dir()] if d] + \
+            [f"-I {d}" for d in _headers.cutlass_dirs()] + \
             ["the CUDA toolkit and the host compiler's system directories"]
     for name in missing[:3]:
         exc.note(f"'{name}' was not found; searched, in order: {', '.join(order)}. "
-                 f"{missing_hint(name)}")
+                 f"{_hint(name)}")
+
+
+def _hint(name: str) -> str:
+    """:func:`missing_hint`, but never "install the wheel" for a CUTLASS header when the wheel
+    is installed: then the header is not in it (both its include dirs are searched)."""
+    from .stdheaders import missing_hint
+    bare = name.strip().strip('<>"')
+    if bare.startswith(("cute/", "cutlass/")) and _headers.cutlass_dir():
+        from importlib import metadata
+        try:
+            which = f"nvidia-cutlass {metadata.version('nvidia-cutlass')}"
+        except metadata.PackageNotFoundError:
+            which = "the CUTLASS found"
+        return (f"{which} has no such header (its include and tools/util/include are searched): "
+                f"check the name, or put a CUTLASS checkout first with -I DIR")
+    return missing_hint(name)
+
+
+def _device_link(out: Output, compiler: str, flags: Sequence[str], arch: str,
+                 source: str) -> Output:
+    """Relocatable device code (``-rdc=true``) linked with the device runtime into one
+    loadable cubin (:mod:`.link`); the log says how.  Anything else is returned as it is."""
+    if out.format == "ptx" or not _link.relocatable(flags):
+        return out
+    try:
+        cubin, note = _link.link(out.binary, out.format, arch)
+    except _link.LinkError as exc:
+        raise CompileError(compiler, f"{out.log}\n{exc}".strip(), out.argv, source,
+                           "cell.cu") from None
+    return replace(out, binary=cubin, format="cubin", log=f"{out.log}\n{note}".strip())
+
+
+def _discard_pch(out: Output) -> None:
+    """Remove the PCH ``out`` created: it holds headers that changed during the compile, under
+    the name of the headers scanned before it (a later compile of those would trust it)."""
+    if out.pch != "created":
+        return
+    for arg in out.argv:
+        if arg.startswith("--create-pch="):
+            path = re.sub(r"\.\d+\.tmp$", "", arg[len("--create-pch="):])
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Sequence[str] = (),
@@ -348,7 +412,8 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     backend = get_backend(resolved["compiler"])
     version = backend.version()
     flags = resolved.get(backend.name, [])
-    inputs = _headers.scan(source, flags, std=_std() if backend.std_headers else None)
+    session, std = _headers.session_headers(), _std() if backend.std_headers else None
+    inputs = _headers.scan(source, flags, std=std, session=session)
     base = cache_key(source, resolved, backend.name, version, names)
     key = cache_key(source, resolved, backend.name, version, names,
                     inputs.digest + _headers.toolkit_identity())
@@ -380,11 +445,20 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         out = backend.compile(source, arch=resolved["arch"], target_format=resolved["target_format"],
                               flags=flags, ptxas=backend.forward_ptxas(resolved.get("ptxas", [])),
                               name_expressions=names, **extra)
+        out = _device_link(out, backend.name, flags, resolved["arch"], source)
     except CompileError as exc:
         _not_found(exc, backend, flags)
         _known(exc, backend)
         raise
     elapsed = time.perf_counter() - start
+    if inputs.stamps:   # the key must describe what the compiler read: re-check the files
+        changed = inputs.changed_in(_headers.scan(source, flags, std=std, session=session))
+        if changed:
+            _discard_pch(out)
+            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+            note = f"not cached: {', '.join(changed[:3])}{more} changed during the compile"
+            return _result(source, resolved, out, backend.name, version, elapsed, False, key,
+                           names, inputs, note)
     result = _result(source, resolved, out, backend.name, version, elapsed, False, key, names,
                      inputs, note)
     _CACHE.put(key, result)

@@ -9,8 +9,10 @@
   including file's directory, the working directory and the user's ``-I`` dirs,
   transitively.  Every candidate along the search path is hashed (not only the
   first), so whichever one the compiler picks, a change to it changes the key.
-- **Toolkit headers** (CUDA, CCCL, CUTLASS from pip): not read; covered by the
-  toolchain's identity (:func:`toolkit_identity`).
+- **Toolkit headers** (cudart, crt, curand, CCCL, CUTLASS): not read; covered by the
+  toolchain's identity (:func:`toolkit_identity`).  Each family is located on its own
+  (:func:`header_dirs`): pip wheels in every site directory, then ``$CUDA_HOME``/``$CUDA_PATH``,
+  then ``/usr/local/cuda``.
 
 The scan is textual and errs on the side of reading more: includes inside
 ``#if 0`` or comments count too.  An ``#include`` whose name comes from a macro
@@ -22,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import posixpath
 import re
 import threading
 import time
@@ -31,7 +34,9 @@ from typing import Iterable, Mapping, Sequence
 from ..config import ConfigError, bad_char, quote
 
 __all__ = ["define_header", "remove_header", "session_headers", "header_users", "note_users",
-           "toolkit_dirs", "toolkit_identity", "Inputs", "scan", "search_dirs"]
+           "FAMILIES", "header_dirs", "cccl_version", "find_header_dirs", "search_roots", "families_note",
+           "toolkit_dirs", "cutlass_dir", "cutlass_dirs", "toolkit_identity", "Inputs", "scan",
+           "search_dirs"]
 
 _LOCK = threading.Lock()
 _SESSION: dict[str, str] = {}
@@ -93,54 +98,190 @@ def header_users(name: str) -> list[str]:
 
 # -- toolkit ------------------------------------------------------------------------------------
 
-_DISTRIBUTIONS = ("nvidia-cuda-runtime", "nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-curand",
-                  "nvidia-cutlass", "nvidia-cuda-nvrtc", "nvidia-cuda-nvcc")
+# Header family -> a file that marks its include directory.  Each is located on its own: pip may
+# ship cudart and CCCL while crt/mma.h is only in the system toolkit, or the reverse.
+FAMILIES = {
+    "cudart": "cuda_runtime.h",
+    "crt": os.path.join("crt", "mma.h"),
+    "curand": "curand_kernel.h",
+    "cccl": os.path.join("cuda", "std", "version"),
+    "cutlass": os.path.join("cute", "tensor.hpp"),
+    "cutlass-util": os.path.join("cutlass", "util", "helper_cuda.hpp"),  # CUTLASS tools/util
+}
+_CUTLASS_SUBDIRS = (("source", "include"), ("source", "tools", "util", "include"))
+
+
+def _site_dirs() -> list[str]:
+    """Every directory Python packages may be installed in: the site directories and
+    ``sys.path``, in that order, absolute and without repeats."""
+    import site
+    import sys
+    dirs: list[str] = []
+    try:
+        dirs += site.getsitepackages()
+    except Exception:     # some virtualenv builds lack it
+        pass
+    try:
+        dirs.append(site.getusersitepackages())
+    except Exception:
+        pass
+    dirs += [p for p in sys.path if p]
+    return list(dict.fromkeys(os.path.abspath(d) for d in dirs if isinstance(d, str)))
+
+
+def _package_dirs(name: str) -> list[str]:
+    """The directories of package ``name`` (a namespace package may have several), found without
+    importing it."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    return list(spec.submodule_search_locations or []) if spec else []
+
+
+def _includes_under(nvidia: str) -> list[str]:
+    """``nvidia/<wheel>/include`` and ``.../include/cccl`` for each wheel directory, sorted."""
+    try:
+        wheels = sorted(os.listdir(nvidia))
+    except OSError:
+        return []
+    out = []
+    for w in wheels:
+        inc = os.path.join(nvidia, w, "include")
+        if os.path.isdir(inc):
+            out += [inc, os.path.join(inc, "cccl")]
+    return out
+
+
+def _toolkit_includes(root: str) -> list[str]:
+    """A CUDA toolkit's include directories: ``include``, ``include/cccl`` (CUDA 13 moved CCCL
+    there), and the same under ``targets/*/``."""
+    out = [os.path.join(root, "include"), os.path.join(root, "include", "cccl")]
+    targets = os.path.join(root, "targets")
+    try:
+        for t in sorted(os.listdir(targets)):
+            out += [os.path.join(targets, t, "include"), os.path.join(targets, t, "include", "cccl")]
+    except OSError:
+        pass
+    return out
+
+
+def search_roots() -> list[str]:
+    """Candidate include directories, in the order the header families are looked for: every
+    directory of the ``nvidia`` namespace package, then ``nvidia/*`` and the CUTLASS wheel in
+    every site directory and ``sys.path`` entry, then ``$CUDA_HOME``, ``$CUDA_PATH``, and the
+    system toolkit ``/usr/local/cuda``."""
+    roots: list[str] = []
+    for nvidia in _package_dirs("nvidia"):
+        roots += _includes_under(nvidia)
+    for base in _package_dirs("cutlass_library"):
+        roots += [os.path.join(base, *sub) for sub in _CUTLASS_SUBDIRS]
+    for site_dir in _site_dirs():
+        roots += _includes_under(os.path.join(site_dir, "nvidia"))
+        roots += [os.path.join(site_dir, "cutlass_library", *sub) for sub in _CUTLASS_SUBDIRS]
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            roots += _toolkit_includes(os.path.expanduser(os.environ[var]))
+    roots += _toolkit_includes("/usr/local/cuda")
+    return list(dict.fromkeys(os.path.normpath(os.path.abspath(r)) for r in roots))
+
+
+def find_header_dirs(roots: Iterable[str]) -> dict[str, str]:
+    """Family -> the first of ``roots`` that holds its marker file (:data:`FAMILIES`)."""
+    roots = list(roots)
+    found = {}
+    for family, marker in FAMILIES.items():
+        for root in roots:
+            if os.path.isfile(os.path.join(root, marker)):
+                found[family] = root
+                break
+    return found
 
 
 @functools.cache
-def cutlass_dir() -> str | None:
-    """The CUTLASS/CuTe include directory of the ``nvidia-cutlass`` wheel, if installed."""
-    import importlib.util
-    try:
-        spec = importlib.util.find_spec("cutlass_library")
-    except (ImportError, ValueError):
+def header_dirs() -> dict[str, str]:
+    """Where each toolkit header family (cudart, crt, curand, cccl, cutlass, cutlass-util) was
+    found, family -> include directory (absent: not found).  See :func:`search_roots`;
+    :mod:`cuda.pathfinder` (conda...) is asked for cudart and CCCL when they are nowhere there."""
+    found = find_header_dirs(search_roots())
+    for family, lib in (("cudart", "cudart"), ("cccl", "cccl")):
+        if family not in found:
+            try:
+                from cuda.pathfinder import find_nvidia_header_directory
+                path = find_nvidia_header_directory(lib)
+            except Exception:  # headers are optional: plain kernels need none
+                path = None
+            if path and os.path.isfile(os.path.join(path, FAMILIES[family])):
+                found[family] = os.path.normpath(path)
+    return {f: found[f] for f in FAMILIES if f in found}
+
+
+def cccl_version(directory: str | None = None) -> tuple[int, int, int] | None:
+    """CCCL's version (3, 0, 1) from ``CCCL_VERSION`` in its ``cuda/std/__cccl/version.h``
+    (``directory``: the CCCL include dir; default the one found), or None."""
+    directory = directory or header_dirs().get("cccl")
+    if not directory:
         return None
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(base, "source", "include")
-        if os.path.isfile(os.path.join(path, "cute", "tensor.hpp")):
-            return path
-    return None
+    try:
+        with open(os.path.join(directory, "cuda", "std", "__cccl", "version.h")) as f:
+            m = re.search(r"#\s*define\s+CCCL_VERSION\s+(\d+)", f.read())
+    except OSError:
+        return None
+    if not m:
+        return None
+    v = int(m.group(1))
+    return v // 1000000, v // 1000 % 1000, v % 1000
+
+
+def cutlass_dir() -> str | None:
+    """The CUTLASS/CuTe include directory (the ``nvidia-cutlass`` wheel's), if found."""
+    return header_dirs().get("cutlass")
+
+
+def cutlass_dirs() -> tuple[str, ...]:
+    """CUTLASS's include directories: ``include`` and ``tools/util/include`` (``cutlass/util/
+    helper_cuda.hpp``, ``print_error.hpp``), those found; what nvcc gets with ``-I``."""
+    dirs = header_dirs()
+    return tuple(dict.fromkeys(dirs[f] for f in ("cutlass", "cutlass-util") if f in dirs))
 
 
 @functools.cache
 def toolkit_dirs() -> tuple[str, ...]:
-    """Include directories of the CUDA headers from pip (cudart, crt, curand: one tree),
-    CCCL and CUTLASS, in search order; what the NVRTC backend adds with ``-I``."""
-    dirs = []
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-        for lib in ("cudart", "cccl"):
-            path = find_nvidia_header_directory(lib)
-            if path and path not in dirs:
-                dirs.append(path)
-    except Exception:  # headers are optional: plain kernels need none
-        pass
-    if cutlass_dir():
-        dirs.append(cutlass_dir())
-    return tuple(dirs)
+    """The include directories of the header families (:func:`header_dirs`), each once, in
+    family order; what the NVRTC backend adds with ``-I``."""
+    return tuple(dict.fromkeys(header_dirs().values()))
+
+
+def families_note(compiler: str = "nvrtc") -> str:
+    """One line saying where each header family came from (the Log tab), directories shortened
+    to ``~`` / the site directory's name where they are long."""
+    dirs = header_dirs()
+    if compiler != "nvrtc":     # nvcc uses its own toolkit but for CUTLASS
+        dirs = {f: d for f, d in dirs.items() if f.startswith("cutlass")}
+    if not dirs:
+        return ""
+    by_dir: dict[str, list[str]] = {}
+    for family, d in dirs.items():
+        by_dir.setdefault(d, []).append(family)
+    parts = [f"{', '.join(fams)} from {d}" for d, fams in by_dir.items()]
+    what = "toolkit headers" if compiler == "nvrtc" else "CUTLASS headers"
+    return f"{what}: {'; '.join(parts)}"
 
 
 @functools.cache
 def toolkit_identity() -> str:
-    """Versions of the header packages, so upgrading CCCL or CUTLASS is a cache miss."""
-    from importlib import metadata
+    """Each header family's directory with its marker file's identity (inode, time, size), so
+    upgrading or reinstalling CCCL, CUTLASS, the pip headers or the system toolkit (new files)
+    is a cache miss.  No package metadata is read: stats only, for the first cell's sake."""
     parts = []
-    for dist in _DISTRIBUTIONS:
+    for family, d in header_dirs().items():
         try:
-            parts.append(f"{dist}={metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            pass
-    return ";".join(parts + list(toolkit_dirs()))
+            st = os.stat(os.path.join(d, FAMILIES[family]))
+            parts.append(f"{family}={d}@{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(f"{family}={d}")
+    return ";".join(parts)
 
 
 # -- scanning -----------------------------------------------------------------------------------
@@ -177,8 +318,10 @@ _FILES: dict[str, tuple[tuple, str, str]] = {}   # path -> (stat signature, sha2
 _RACY_NS = 2_000_000_000   # a file changed this recently may change again within the clock tick
 
 
-def _read(path: str) -> tuple[str, str] | None:
-    """(sha256, text) of a regular file, from a stat-validated memo; None if absent."""
+def _read(path: str) -> tuple[str, str, tuple] | None:
+    """(sha256, text, stat signature) of a regular file, from a stat-validated memo; None if
+    absent.  The signature (times, size, inode) changes with every write, so comparing it
+    after a compile tells whether the file was rewritten meanwhile, even back to the same text."""
     try:
         st = os.stat(path)
     except OSError:
@@ -188,16 +331,20 @@ def _read(path: str) -> tuple[str, str] | None:
     sig = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
     memo = _FILES.get(path)
     if memo is not None and memo[0] == sig:
-        return memo[1], memo[2]
+        return memo[1], memo[2], sig
     try:
         with open(path, "rb") as f:
             data = f.read()
+        after = os.stat(path)
     except OSError:
         return None
     sha, text = hashlib.sha256(data).hexdigest(), data.decode("utf-8", "replace")
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+    now = (after.st_mtime_ns, after.st_ctime_ns, after.st_size, after.st_ino, after.st_dev)
+    if now != sig:          # written while we read it: whatever we read, it is not 'sig'
+        sig = ("changing",) + now
+    elif time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
         _FILES[path] = (sig, sha, text)
-    return sha, text
+    return sha, text, sig
 
 
 _PATH_FLAGS = {"-I": "dirs", "--include-path": "dirs", "-isystem": "dirs",
@@ -235,6 +382,7 @@ class Inputs:
     files: tuple[tuple[str, str], ...] = ()  # (absolute path, sha256) of user headers reached
     unresolved: tuple[str, ...] = ()     # "line N: #include MACRO" the scan could not follow
     digest: str = ""
+    stamps: tuple[tuple[str, tuple], ...] = field(default=(), repr=False)  # (path, stat) read
 
     def manifest(self) -> dict[str, str]:
         """name -> content digest, for saying what changed between two builds (a file by its
@@ -245,11 +393,46 @@ class Inputs:
             out[f"{name} (%%cuda_header)"] = hashlib.sha256(self.memory[name].encode()).hexdigest()
         return out
 
+    def changed_in(self, after: "Inputs") -> list[str]:
+        """The headers that differ in ``after`` (a scan of the same compile made later): new
+        text, or rewritten at all (the stat signature), by the names :meth:`manifest` uses.
+        Empty: the compiler read exactly what :attr:`digest` describes."""
+        if after.digest == self.digest and after.stamps == self.stamps:
+            return []
+        now, before = after.manifest(), self.manifest()
+        names = [n for n in sorted(set(now) | set(before)) if now.get(n) != before.get(n)]
+        stamps, then = dict(after.stamps), dict(self.stamps)
+        paths = [p for p in sorted(set(stamps) | set(then)) if stamps.get(p) != then.get(p)]
+        short = [os.path.basename(p) for p in paths]
+        names += [n for n in short if n not in names and not any(n == os.path.basename(m)
+                                                                  for m in names)]
+        return names or ["a header"]
+
+
+def _session_names(name: str, kind: str, base: str) -> list[str]:
+    """The session-header names ``#include`` ``name`` can reach from a header at virtual
+    directory ``base``: the name as written (NVRTC matches in-memory headers by it), and for a
+    quoted include in a session header in a subdirectory also ``base/name`` (nvcc, which finds
+    the session headers as files in its private directory, looks beside the includer first)."""
+    names = [name]
+    if kind == '"' and base and not name.startswith("/"):
+        joined = posixpath.normpath(posixpath.join(base, name))
+        if not joined.startswith("../") and joined != name:
+            names.append(joined)
+    return names
+
 
 def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = None,
          session: Mapping[str, str] | None = None, cwd: str | None = None) -> Inputs:
     """Follow ``source``'s includes through session headers, ``std`` headers (NVRTC) and
-    user directories; toolkit directories end the walk."""
+    user directories; toolkit directories end the walk.
+
+    The search is the union of both compilers' (every candidate is hashed, whichever the
+    compiler picks): a quoted include is looked for among the session headers (by the name as
+    written, and beside a session header in a subdirectory), in the including file's directory
+    (a session header ``lib/util.cuh`` is in ``cwd/lib``, as NVRTC has it), in the working
+    directory and in the user's ``-I`` dirs; an angled one among the session and ``std``
+    headers and in the ``-I`` dirs."""
     session = session_headers() if session is None else session
     std = std or {}
     cwd = cwd or os.getcwd()
@@ -257,14 +440,22 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
     toolkit = tuple(os.path.join(d, "") for d in toolkit_dirs())
     memory: dict[str, str] = {}
     supplied, reached, files, unresolved = [], [], {}, []
+    stamps: dict[str, tuple] = {}
     seen_text: set[int] = set()
     macros: dict[str, tuple[str, str]] = {}
 
     def user_file(path: str) -> bool:
         return not path.startswith(toolkit)
 
-    def visit(text: str, here: str, where: str) -> None:
-        key = hash((text, here))
+    def read(path: str) -> None:
+        got = _read(path)
+        files[path] = got[0] if got else "absent"
+        stamps[path] = got[2] if got else ()
+        if got:
+            visit(got[1], os.path.dirname(path), os.path.basename(path), "")
+
+    def visit(text: str, here: str, where: str, base: str) -> None:
+        key = hash((text, here, base))
         if key in seen_text:
             return
         seen_text.add(key)
@@ -278,12 +469,13 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
             else:
                 unresolved.append(f"{where} line {line}: #include {name}")
         for kind, name in todo:
-            if name in session:
-                if name not in memory:
-                    memory[name] = session[name]
-                    reached.append(name)
-                    visit(session[name], cwd, name)
-                continue
+            for mem in _session_names(name, kind, base):
+                if mem in session and mem not in memory:
+                    memory[mem] = session[mem]
+                    reached.append(mem)
+                    sub = posixpath.dirname(mem)
+                    visit(session[mem], os.path.join(cwd, *sub.split("/")) if sub else cwd,
+                          mem, sub)
             if kind == "<" and name in std:
                 if name not in memory:
                     memory[name] = std[name]
@@ -295,19 +487,12 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
                 candidates = ([here] if kind == '"' else []) + [cwd] * (kind == '"') + dirs
                 candidates = [os.path.normpath(os.path.join(d, name)) for d in dict.fromkeys(candidates)]
             for path in candidates:
-                if path in files or not user_file(path):
-                    continue
-                got = _read(path)
-                files[path] = got[0] if got else "absent"
-                if got:
-                    visit(got[1], os.path.dirname(path), os.path.basename(path))
+                if path not in files and user_file(path):
+                    read(path)
 
     for path in pre:
-        got = _read(path)
-        files[path] = got[0] if got else "absent"
-        if got:
-            visit(got[1], os.path.dirname(path), os.path.basename(path))
-    visit(source, cwd, "cell")
+        read(path)
+    visit(source, cwd, "cell", "")
     if supplied and _INT_TYPES in std and _INT_TYPES not in memory:
         # libcu++'s <cstdint> under NVRTC makes int64_t 'long long'; ours (glibc's 'long', as
         # with nvcc) replaces it so that CUB & co. agree with the cell whatever the include order.
@@ -321,4 +506,5 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
         h.update(f"f:{path}\0{sha}\0".encode())
     for item in unresolved:
         h.update(f"u:{item}\0".encode())
-    return Inputs(memory, tuple(supplied), tuple(reached), present, tuple(unresolved), h.hexdigest())
+    return Inputs(memory, tuple(supplied), tuple(reached), present, tuple(unresolved), h.hexdigest(),
+                  tuple(sorted(stamps.items())))

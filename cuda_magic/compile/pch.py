@@ -33,7 +33,8 @@ __all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
 HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
-         "curand_kernel.h", "mma.h", "cuda_pipeline", "cuda_awbarrier")
+         "curand_kernel.h", "mma.h", "cuda_pipeline", "cuda_awbarrier",
+         "cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h")   # these three include fp16 and bf16
 
 _LOCK = threading.Lock()       # one PCH creation at a time (the heap size is process-wide)
 _state = {"limit": int(os.environ.get("CUDA_MAGIC_PCH_LIMIT", 2 << 30)), "dir": None,

@@ -57,10 +57,11 @@ names in the global namespace and in ``std``.
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-__all__ = ["HEADERS", "missing_hint"]
+__all__ = ["HEADERS", "IMPLICIT", "implicit", "missing_hint", "log_hints", "with_glibc_int_types"]
 
 _STD = "::cuda::std::"
 
@@ -77,9 +78,17 @@ def _guarded(guard: str, body: str) -> str:
     return f"#ifndef {guard}\n#define {guard}\n{body.strip()}\n#endif // {guard}\n"
 
 
+# Names libcu++ gained after CCCL 3.0 (CUDA 13.0's): declared only where the CCCL has them, so
+# the supplied headers work with every CCCL a CUDA 13 toolkit ships (3.0 ... 3.5).
+SINCE = {**dict.fromkeys(("strlen strcpy strncpy strcmp strncmp strchr strrchr unwrap_reference "
+                           "unwrap_ref_decay").split(), "CCCL_VERSION >= 3001000"),
+          **{n: f"__has_include(<cuda/std/__algorithm/{n}.h>)" for n in ("sample", "shuffle")}}
+
+
 def _using(names: Iterable[str], src: str = "::", into: str | None = "std") -> str:
     """``using <src>name;`` for each name, inside ``namespace <into>`` (None: global)."""
-    lines = "\n".join(f"using {src}{n};" for n in names)
+    lines = "\n".join(f"#if {SINCE[n]}\nusing {src}{n};\n#endif" if n in SINCE else
+                      f"using {src}{n};" for n in names)
     return f"namespace {into} {{\n{lines}\n}}\n" if into else lines + "\n"
 
 
@@ -160,12 +169,15 @@ _CUDA_STD_CSTDINT_BODY = (
     "#endif\n"
     + "".join(f"typedef {t} {n};\n" for n, t in _INT_TYPES)
     + _int_limits()
-    + "#if __cplusplus >= 201703L\nnamespace cuda { namespace std {\n" + _using(_INT_NAMES, into=None)
+    + "#if __cplusplus >= 201703L\nnamespace cuda { namespace std {\n"
+    # in libcu++'s versioned namespace, where CCCL 3.0 looks (_CUDA_VSTD is cuda::std::__4)
+    "#ifdef _LIBCUDACXX_ABI_NAMESPACE\ninline namespace _LIBCUDACXX_ABI_NAMESPACE {\n#endif\n"
+    + _using(_INT_NAMES, into=None)
     + "#if defined(_CCCL_HAS_INT128)\n#if _CCCL_HAS_INT128()\n#define _CUDA_MAGIC_INTMAX128_\n#endif\n#endif\n"
       "#ifdef _CUDA_MAGIC_INTMAX128_\n"
       "using __cccl_intmax_t = __int128_t;\nusing __cccl_uintmax_t = __uint128_t;\n#else\n"
       "using __cccl_intmax_t = long long;\nusing __cccl_uintmax_t = unsigned long long;\n#endif\n"
-      "} }\n#endif\n#endif // _CUDA_STD_CSTDINT\n")
+      "#ifdef _LIBCUDACXX_ABI_NAMESPACE\n}\n#endif\n} }\n#endif\n#endif // _CUDA_STD_CSTDINT\n")
 _LIBCU = _CUDA_STD_CSTDINT_BODY  # starts each header built on libcu++
 _NULL = _defines("NULL 0L")  # g++'s __null is a long; NVRTC's own NULL is an int 0
 # What every libstdc++ header declares (bits/c++config.h); starts every header here.
@@ -483,15 +495,37 @@ _CXX: dict[str, tuple[list[str], str]] = {
     "bit": (_w("""
         bit_cast byteswap has_single_bit bit_ceil bit_floor bit_width rotl rotr countl_zero
         countl_one countr_zero countr_one popcount endian"""), ""),
+    # C++20 (libstdc++'s <concepts> is empty below C++20: so is this one)
+    "concepts": ([], "#if __cplusplus >= 202002L\n" + _using(_w("""
+        same_as derived_from convertible_to common_reference_with common_with integral
+        signed_integral unsigned_integral floating_point assignable_from swappable swappable_with
+        destructible constructible_from default_initializable move_constructible
+        copy_constructible equality_comparable equality_comparable_with totally_ordered
+        totally_ordered_with movable copyable semiregular regular invocable regular_invocable
+        predicate relation equivalence_relation strict_weak_order"""), _STD) + "#endif\n"),
+    "span": (_w("span dynamic_extent as_bytes as_writable_bytes"), ""),
+    "numbers": ([], "namespace std {\nnamespace numbers = ::cuda::std::numbers;\n}\n"),
 }
 # What libstdc++'s headers bring along (code leans on it: <utility> gives std::is_same).
 _ALSO = {"utility": ["type_traits"], "tuple": ["type_traits", "utility"],
          "array": ["type_traits", "utility"], "algorithm": ["type_traits", "utility"],
          "functional": ["type_traits", "utility", "tuple", "array"]}
+
+
+def _cuda_std_include(name: str) -> str:
+    """``#include <cuda/std/NAME>``; CCCL 3.0 and 3.1 have no <cuda/std/algorithm>, only its
+    parts (``cuda/std/__algorithm/*.h``), which are included instead."""
+    if name != "algorithm":
+        return f"#include <cuda/std/{name}>\n"
+    parts = "".join(f"#if __has_include(<cuda/std/__algorithm/{n}.h>)\n"
+                    f"#include <cuda/std/__algorithm/{n}.h>\n#endif\n" for n in _CXX[name][0])
+    return f"#if __has_include(<cuda/std/algorithm>)\n#include <cuda/std/algorithm>\n#else\n{parts}#endif\n"
+
+
 for _name in _CXX:
     _parts = [_name, *_ALSO.get(_name, [])]
     _SPECS[_name] = (f"libcu++ <cuda/std/{_name}>", _LIBCU
-                     + "".join(f"#include <cuda/std/{p}>\n" for p in _parts)
+                     + "".join(_cuda_std_include(p) for p in _parts)
                      + "".join(_using(_CXX[p][0], _STD) + _CXX[p][1] for p in _parts), "")
 
 _SPECS["initializer_list"] = ("NVRTC's builtin std::initializer_list",
@@ -541,6 +575,28 @@ typedef struct CUtensorMap_st {{
 #endif // __cuda_cuda_h__
 """
 
+# --- <cub/cub.cuh>: CCCL #errors under NVRTC -------------------------------------
+# The umbrella header stops NVRTC ("not supported when compiling with NVRTC"): its device-wide
+# algorithms (cub::Device*) launch kernels from the host.  This one includes the device-side
+# groups (block, warp, thread, grid, iterators, utilities) that compile under NVRTC; each
+# only if the installed CCCL has it.
+_CUB_DEVICE_SIDE = _w("""
+    block/block_adjacent_difference block/block_discontinuity block/block_exchange
+    block/block_histogram block/block_load block/block_merge_sort block/block_radix_rank
+    block/block_radix_sort block/block_reduce block/block_run_length_decode block/block_scan
+    block/block_shuffle block/block_store grid/grid_even_share grid/grid_mapping grid/grid_queue
+    thread/thread_load thread/thread_operators thread/thread_reduce thread/thread_scan
+    thread/thread_store warp/warp_exchange warp/warp_load warp/warp_merge_sort warp/warp_reduce
+    warp/warp_scan warp/warp_store iterator/arg_index_input_iterator
+    iterator/cache_modified_input_iterator iterator/cache_modified_output_iterator
+    iterator/tex_obj_input_iterator util_debug util_device util_ptx util_temporary_storage util_type
+""")
+_CUB = ("// Supplied by cuda-magic for NVRTC: <cub/cub.cuh>, built on CUB's device-side headers\n"
+        "// (cub::Device* algorithms launch kernels from the host: use --compiler nvcc for those).\n"
+        + _guarded("_CUDA_MAGIC_CUB_CUH_", "#include <cub/config.cuh>\n" + "".join(
+            f"#if __has_include(<cub/{h}.cuh>)\n#include <cub/{h}.cuh>\n#endif\n"
+            for h in _CUB_DEVICE_SIDE)))
+
 HEADERS: Mapping[str, str] = MappingProxyType({
     "cuda/std/cstdint": ("// Supplied by cuda-magic for NVRTC: <cuda/std/cstdint> with glibc's "
                          "types (int64_t is long, as under nvcc), built on libcu++.\n"
@@ -548,15 +604,154 @@ HEADERS: Mapping[str, str] = MappingProxyType({
     **{name: _text(name, name) for name in _SPECS},
     **{name: _text(name, cxx) for name, cxx in _C_NAMES.items()},
     "cuda.h": _CUDA_H,
+    "cub/cub.cuh": _CUB,
 })
 """Include name -> header text, for NVRTC's in-memory headers."""
+
+
+# --- what nvcc declares without an #include -------------------------------------
+# nvcc pre-includes cuda_runtime.h, which brings glibc's <stdlib.h> (and through it
+# <sys/types.h>) and the device runtime API: code leans on that without knowing.  Each part
+# below is supplied (as the pre-included IMPLICIT header, in the argv) only when the cell or
+# its in-memory headers name one of its identifiers, so no other cell changes.
+
+IMPLICIT = "cuda-magic/nvcc_implicit.h"
+_GLIBC_TYPES = [("ushort", "unsigned short"), ("uint", "unsigned int"), ("ulong", "unsigned long"),
+                ("u_char", "unsigned char"), ("u_short", "unsigned short"),
+                ("u_int", "unsigned int"), ("u_long", "unsigned long"), ("quad_t", "long"),
+                ("u_quad_t", "unsigned long"), ("u_int8_t", "unsigned char"),
+                ("u_int16_t", "unsigned short"), ("u_int32_t", "unsigned int"),
+                ("u_int64_t", "unsigned long")]
+# (identifiers that call for it, text); glibc's <sys/types.h> has int8_t..int64_t (signed
+# only), given here by the <cstdint> block, whose guard keeps libcu++'s 'long long' ones out.
+_IMPLICIT_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("__extension__",), "#ifndef __extension__\n#define __extension__\n#endif\n"),
+    (("cudaGridDependencySynchronize", "cudaTriggerProgrammaticLaunchCompletion"), """
+// Programmatic dependent launch (sm_90+), as cuda_device_runtime_api.h defines them.
+static inline __device__ void cudaTriggerProgrammaticLaunchCompletion(void) {
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+}
+static inline __device__ void cudaGridDependencySynchronize(void) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+"""),
+    (("int8_t", "int16_t", "int32_t", "int64_t"), _guarded(_guard("cstdint"), _BASICS + _SPECS["cstdint"][1])),
+    (tuple(n for n, _ in _GLIBC_TYPES), "".join(f"typedef {t} {n};\n" for n, t in _GLIBC_TYPES)),
+    # <climits>'s macros and glibc's M_* constants (cheap; the rest of <cmath> is not)
+    (tuple(line.split()[1] for line in _SPECS["climits"][1].splitlines()
+           if line.startswith("#define ")), _block("climits")),
+    (tuple(f"M_{n}" for n, _ in _M), _defines("\n".join(f"M_{n} {v}" for n, v in _M))),
+)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def implicit(texts: Iterable[str]) -> str | None:
+    """The text of :data:`IMPLICIT` for a cell whose source and session headers are
+    ``texts``: the parts whose identifiers they name, or None when they name none.
+
+    >>> "typedef unsigned int uint;" in implicit(["__global__ void k(uint n) {}"])
+    True
+    """
+    words: set[str] = set()
+    for text in texts:
+        words.update(_IDENT.findall(text))
+    parts = [body.strip("\n") for names, body in _IMPLICIT_PARTS if words.intersection(names)]
+    if not parts:
+        return None
+    return ("// Supplied by cuda-magic for NVRTC: what nvcc's implicit cuda_runtime.h (and glibc's\n"
+            "// <sys/types.h> through it) declares and this cell uses.\n"
+            + _guarded("_CUDA_MAGIC_NVCC_IMPLICIT_", "\n".join(parts)))
+
+
+# --- toolkit headers with their own NVRTC int typedefs ------------------------------
+# cuda_pipeline_helpers.h and cuda_awbarrier_helpers.h (under <cuda_pipeline.h>,
+# <cuda_awbarrier.h>, cooperative groups' memcpy_async) typedef uint64_t as 'unsigned long
+# long' under NVRTC and include <stdint.h> under nvcc.  With cuda-magic's <cstdint> in force
+# ('unsigned long', nvcc's), the two clash in either order ("invalid redeclaration of type
+# name").  Supplied in memory: the toolkit file itself with those typedef lines replaced by
+# cuda-magic's <cuda/std/cstdint> -- what its nvcc branch does (line numbers kept).
+
+TOOLKIT_INT_TYPEDEFS = ("cuda_pipeline_helpers.h", "cuda_awbarrier_helpers.h")
+_TK_TYPEDEF = re.compile(r"^[ \t]*typedef[ \t]+(?:unsigned[ \t]+(?:short|int|long[ \t]+long)|uint64_t)"
+                         r"[ \t]+(?:uint16_t|uint32_t|uint64_t|uintptr_t)[ \t]*;[ \t]*$", re.M)
+
+
+def with_glibc_int_types(name: str, text: str) -> str | None:
+    """Toolkit header ``name`` (its ``text``) with its NVRTC int typedefs replaced by
+    ``#include <cuda/std/cstdint>`` (cuda-magic's), or None when it has none to replace."""
+    found = list(_TK_TYPEDEF.finditer(text))
+    if not found:
+        return None
+    out, last = [], 0
+    for i, m in enumerate(found):
+        out.append(text[last:m.start()])
+        out.append(f"#include <cuda/std/cstdint> // Supplied by cuda-magic for NVRTC: the toolkit's "
+                   f"{name}, its NVRTC typedefs replaced by glibc's types, as with nvcc" if i == 0
+                   else "// (cuda-magic: from <cuda/std/cstdint>, as with nvcc)")
+        last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
+# --- a hint for what nvcc lacks too ------------------------------------------------
+
+_NEEDS = {**{n: "cstdint" for n in _INT_NAMES}, **dict.fromkeys(_w("""
+    INT8_MIN INT16_MIN INT32_MIN INT64_MIN INT8_MAX INT16_MAX INT32_MAX INT64_MAX UINT8_MAX
+    UINT16_MAX UINT32_MAX UINT64_MAX SIZE_MAX INTPTR_MAX UINTPTR_MAX INT64_C UINT64_C"""), "cstdint"),
+          **dict.fromkeys(_w("""CHAR_BIT SCHAR_MIN SCHAR_MAX UCHAR_MAX SHRT_MIN SHRT_MAX USHRT_MAX
+    INT_MIN INT_MAX UINT_MAX LONG_MIN LONG_MAX ULONG_MAX LLONG_MIN LLONG_MAX ULLONG_MAX"""), "climits"),
+          **dict.fromkeys(_w("""FLT_MAX FLT_MIN FLT_EPSILON DBL_MAX DBL_MIN DBL_EPSILON FLT_MANT_DIG
+    DBL_MANT_DIG FLT_TRUE_MIN DBL_TRUE_MIN"""), "cfloat"),
+          **dict.fromkeys(_w("INFINITY NAN HUGE_VAL HUGE_VALF FP_NAN FP_INFINITE"), "cmath"),
+          "assert": "cassert", "offsetof": "cstddef", "max_align_t": "cstddef", "nullptr_t": "cstddef"}
+_NEEDS_STD = {**{n: "type_traits" for n in _CXX["type_traits"][0]},
+              **{n: h for h in ("utility", "limits", "algorithm", "array", "tuple", "functional",
+                                "iterator", "numeric", "bit", "span")
+                 for n in _CXX[h][0] if n not in ("swap", "get")},
+              "numeric_limits": "limits", "swap": "utility", "get": "utility"}
+_UNDEFINED = re.compile(r'identifier "([A-Za-z_]\w*)" is undefined'
+                        r'|namespace "std" has no member "([A-Za-z_]\w*)"'
+                        r'|\bcub::(Device[A-Z]\w*)')
+
+
+def log_hints(log: str, nvrtc: bool = True) -> list[str]:
+    """One line per name the compiler did not know and a standard header declares:
+    ``'uint64_t' is declared in <cstdint>: add #include <cstdint>``; under NVRTC, that
+    ``cub::Device*`` needs nvcc; that device-side launches are not supported."""
+    out = []
+    for m in _UNDEFINED.finditer(log):
+        name, std, device = m.groups()
+        if device and not nvrtc:
+            continue
+        header = _NEEDS.get(name) if name else _NEEDS_STD.get(std)
+        line = (f"'{'std::' if std else ''}{name or std}' is declared in <{header}>: "
+                f"add #include <{header}>") if header else None
+        if device:
+            line = (f"cub::{device} (device-wide, launched from the host) is not available "
+                    "under NVRTC: compile the cell with --compiler nvcc")
+        if line and line not in out:
+            out.append(line)
+    if _DEVICE_LAUNCH.search(log):
+        out.append(DEVICE_LAUNCH)
+    return out[:6]
+
+
+# Dynamic parallelism: both compilers stop unless -rdc=true; with it, cuda-magic links the
+# device runtime (compile/link.py).
+_DEVICE_LAUNCH = re.compile(r"device-side kernel launch could not be processed|kernel launch from "
+                            r"__device__ or __global__ functions requires separate compilation")
+DEVICE_LAUNCH = ("a device-side launch (dynamic parallelism, kernel<<<...>>> in device code) needs "
+                 "relocatable device code: add -rdc=true to the compiler's flags (e.g. %%cuda "
+                 "--nvrtc+ \"-rdc=true\"); cuda-magic then links the CUDA device runtime "
+                 "(libcudadevrt) in with nvJitLink")
 
 
 # --- missing_hint ---------------------------------------------------------------
 
 _NVCC = "host-only header: compile with --compiler nvcc"
 # host-only here, but libcu++ has a device version under <cuda/std/...>
-_LIBCU_HAS = _w("atomic bitset chrono complex expected mdspan optional ratio span string_view variant")
+_LIBCU_HAS = _w("atomic bitset chrono complex expected mdspan optional ratio string_view variant "
+                "ranges")
 _CCCL = "pip install 'cuda-toolkit[cccl]'"
 _CUTLASS = "pip install 'cuda-magic[cutlass]' (the nvidia-cutlass wheel)"
 # (name, or prefix ending in "/" or "*", -> hint); the first match wins

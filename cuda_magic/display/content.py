@@ -59,6 +59,7 @@ class Content:
     builds: tuple[Build, ...]
     templates: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()           # load errors, "launching needs a GPU", ...
+    waited: float | None = None           # seconds the cell's builds took (wall), if known
 
     @property
     def entries(self) -> list[tuple[Build, Entry]]:
@@ -80,10 +81,13 @@ class Content:
             cache = "cache miss" + (f": {why}" if why else "")
         else:
             cache = f"{hits} cache hits, {len(rs) - hits} misses" + (f" ({why})" if why else "")
-        pch = " / ".join(dict.fromkeys(f"PCH {r.pch}" for r in rs if r.pch and not r.cache_hit))
-        spent = sum(r.compile_time for r in rs if not r.cache_hit)
-        time = f"compiled in {spent * 1e3:.1f} ms" if hits < len(rs) else \
-            f"compiled earlier in {sum(r.compile_time for r in rs) * 1e3:.1f} ms"
+        pch = " / ".join(dict.fromkeys(PCH_SAID.get(r.pch, f"PCH {r.pch}") for r in rs
+                                       if r.pch and not r.cache_hit))
+        # the time the user waited: the builds ran in parallel, so not their sum
+        waited = self.waited if self.waited is not None else \
+            max((r.compile_time for r in rs if not r.cache_hit), default=0.0)
+        time = f"compiled in {seconds(waited)}" if hits < len(rs) else \
+            f"compiled earlier in {seconds(max(r.compile_time for r in rs))}"
         return " · ".join([names, one(r.arch for r in rs),
                            compilers(rs),
                            one(r.format for r in rs), time, cache, *([pch] if pch else []),
@@ -102,8 +106,29 @@ class Content:
         return out
 
 
+PCH_SAID = {"created": "PCH created (one-off)"}
+
+
+def shown_source(source: str, results) -> str:
+    """The cell, and after it the lines nvcc compiled for ``--instantiate`` (marked as appended)."""
+    from ..compile.instances import appended
+    names = [n for r in results if r.compiler == "nvcc" for n in r.name_expressions]
+    return appended(source, list(dict.fromkeys(names)))
+
+
+def seconds(t: float) -> str:
+    """``56.1 ms`` below a second, ``19.8 s`` from one second up."""
+    return f"{t:.1f} s" if t >= 1 else f"{t * 1e3:.1f} ms"
+
+
 def supplied_note(names) -> str:
     return f"headers supplied (in memory, for NVRTC): {', '.join(names)}"
+
+
+def families_note(compiler: str) -> str:
+    """Where each toolkit header family came from, for the Log tab (``""``: none found)."""
+    from ..compile.headers import families_note as families
+    return families(compiler)
 
 
 def header_notes(results) -> list[str]:
@@ -137,17 +162,19 @@ def content(obj) -> Content:
         if renamed := obj.renamed():
             notes.append(f"bound as: {'; '.join(renamed)}")
         if obj.templates:
-            notes.append(f"templates not instantiated: {', '.join(obj.templates)} "
-                         f"(e.g. --instantiate \"{obj.templates[0]}\")")
+            hint = next((t for t in obj.templates if "<" in t), None)    # none for a pointer
+            notes.append(f"templates not instantiated: {', '.join(obj.templates)}"
+                         + (f" (e.g. --instantiate \"{hint}\")" if hint else ""))
         if obj.missing:
             notes.append(f"declared but not in the binary (not compiled, e.g. inside #if): "
                          f"{', '.join(obj.missing)}")
-        return Content(obj.source, builds, obj.templates,
-                       tuple(header_notes(obj.results) + notes))
+        return Content(shown_source(obj.source, obj.results), builds, obj.templates,
+                       tuple(header_notes(obj.results) + notes), obj.compile_wall)
     if isinstance(obj, CompilationResult):
         expr = {sym: name for name, sym in obj.lowered_names.items()}
         entries = tuple(Entry(expr.get(s, s), s) for s in obj.symbols)
-        return Content(obj.source, (Build(obj, entries),), notes=tuple(header_notes([obj])))
+        return Content(shown_source(obj.source, [obj]), (Build(obj, entries),),
+                       notes=tuple(header_notes([obj])))
     raise TypeError(f"cannot show a {type(obj).__name__}; pass a %%cuda Module or a "
                     f"CompilationResult")
 
@@ -180,15 +207,13 @@ def argv_dirs(argv) -> list[tuple[str, str]]:
     (``<pch-dir>``) and nvcc's private temporary directory (``<tmp-dir>``, that of its
     ``cell.cu``).  (Hyphenated, so no name reads as an HTML tag.)"""
     try:
-        from ..compile.headers import cutlass_dir, toolkit_dirs
-        dirs, cutlass = toolkit_dirs(), cutlass_dir()
+        from ..compile.headers import header_dirs
+        families = header_dirs()
     except Exception:
-        dirs, cutlass = (), None
+        families = {}
     named = {}
-    for d in dirs:
-        named[d] = "<cutlass-headers>" if d == cutlass else \
-            "<cccl-headers>" if os.path.basename(d.rstrip(os.sep)) == "cccl" else \
-            "<cuda-headers>"
+    for family, d in families.items():     # cudart, crt and curand share <cuda-headers> in pip
+        named.setdefault(d, f"<{'cuda' if family == 'cudart' else family}-headers>")
     for a in argv:
         for flag in _PCH_FLAGS:
             if a.startswith(flag) and os.path.isabs(a[len(flag):]):
@@ -219,7 +244,8 @@ def short_argv(argv) -> tuple[str, ...]:
     return tuple(out)
 
 
-_NAMED = re.compile(r"[\w@%+=:,./-]*<(cuda|cccl|cutlass)-headers>[\w@%+=:,./-]*|"
+_NAMED = re.compile(r"[\w@%+=:,./-]*<(cuda|crt|curand|cccl|cutlass|cutlass-util)-headers>"
+                    r"[\w@%+=:,./-]*|"
                     r"[\w@%+=:,./-]*<(pch|tmp)-dir>[\w@%+=:,./-]*")
 
 

@@ -16,7 +16,7 @@ from pygments.lexers import CudaLexer, PtxLexer
 from .content import (DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
                       argv_short_text, argv_shortened, argv_text, build_columns, config_notes,
                       config_rows, occupancy_cell, occupancy_rows, resource_note, resource_rows,
-                      supplied_note)
+                      supplied_note, families_note)
 from .sass import SassLexer, SassStyle, annotate
 
 __all__ = ["header", "config", "argv_html", "resources", "log", "sass", "ptx", "source", "page",
@@ -214,6 +214,8 @@ def log(c: Content) -> str:
             parts.append(f'<div style="{MONO}; margin-top: 6px"><b>{escape(b.label)}</b></div>')
         if b.result.supplied_headers:
             parts.append(note(supplied_note(b.result.supplied_headers)))
+        if families := families_note(b.result.compiler):
+            parts.append(note(families))
         text = b.result.log.strip("\n")
         if not text:
             parts.append(note("(the compiler printed nothing)"))

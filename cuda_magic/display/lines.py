@@ -21,18 +21,25 @@ HEAD = ["line", "instr", "regs", "pred", "ureg", "spill st", "spill ld", "local 
         "float", "int", "ctrl", "tensor", "notable", "source"]
 
 
-def _cells(r: LineCost) -> list[str]:
-    return [r.where.replace("line ", ""), str(r.instructions), str(r.registers),
+def _cells(r: LineCost, sub: bool = False) -> list[str]:
+    """One row of the text table; a line inlined at a cell line (``sub``) is marked ``↳`` and
+    names its file and line in the source column."""
+    where = "  ↳" if sub else r.where.replace("line ", "")
+    text = (r.text or "").strip()
+    source = f"{r.where}  {text}"[:100] if sub else text[:60]
+    return [where, str(r.instructions), str(r.registers),
             str(r.predicates), str(r.uniform), str(r.spill_stores), str(r.spill_loads),
             str(r.local_bytes), str(r.ftz), *(str(r.count(c)) for c in
                                               ("memory", "float", "integer", "control", "tensor")),
-            ", ".join(r.notable), (r.text or "").strip()[:60]]
+            ", ".join(r.notable), source]
 
 
 def text_table_of(name: str, kl: KernelLines) -> str:
-    """The per-line table of one kernel as text (``show(m, "lines")``)."""
+    """The per-line table of one kernel as text (``show(m, "lines")``): each cell line, the
+    lines of other files inlined at it (``↳``) under it, counted in its row."""
     head = [f"{name}: peak {kl.peak} live registers; read from {kl.binary}"]
-    return "\n".join(head + text_table(HEAD, [_cells(r) for r in kl.rows]))
+    cells = [c for r in kl.rows for c in [_cells(r)] + [_cells(s, True) for s in r.inlined]]
+    return "\n".join(head + text_table(HEAD, cells))
 
 
 def _n(count: int, what: str) -> str:
@@ -40,10 +47,12 @@ def _n(count: int, what: str) -> str:
 
 
 def _hot(r: LineCost) -> str:
-    """``line 12: 168 live registers, 48 B spilled (12 spill instructions), 40 instructions``."""
+    """``line 12: 168 live registers, 48 B spilled (12 spill instructions), 40 instructions``,
+    plus ``(38 inlined)`` when other files' code was inlined at the line."""
     return (f"{r.where}: {_n(r.registers, 'live register')}" +
             (f", {r.spill_bytes} B spilled ({_n(r.spills, 'spill instruction')})" if r.spills
-             else "") + f", {_n(r.instructions, 'instruction')}")
+             else "") + f", {_n(r.instructions, 'instruction')}" +
+            (f" ({r.inlined_instructions} inlined)" if r.inlined else ""))
 
 
 def hottest_text(name: str, kl: KernelLines, n: int = 5) -> list[str]:
@@ -80,7 +89,10 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
         bg = f"background: rgba({red},{green},{blue},{alpha:.2f})"
         tip = escape(_hot(r) + (f"; notable: {', '.join(r.notable)}" if r.notable else ""),
                      quote=True)
-        sass = html.pre("\n".join(r.sass))
+        sass = _inlined_html(r) + html.pre("\n".join(r.sass))
+        if r.inlined:
+            code += (f'<span style="{html.DIM}">    ← {_n(len(r.inlined), "inlined line")} '
+                     f'({escape(_families(r))})</span>')
         spill = f"{r.spills}" if r.spills else ""
         out.append(f'<tr style="{bg}" title="{tip}"><td style="{gutter}">{n}</td>'
                    f'<td style="{gutter}">{r.registers}</td><td style="{gutter}">{spill}</td>'
@@ -88,10 +100,7 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
                    f'<td><details><summary style="white-space: pre; cursor: pointer">{code}'
                    f'</summary>{sass}</details></td></tr>')
     others = [r for r in kl.rows if r.file != "cell.cu" or r.line is None]
-    tail = "".join(html.note(f"{r.where if r.line is not None else '(no line)'}"
-                             f"{'' if r.file == 'cell.cu' else ' (' + r.file + ')'}: "
-                             f"{r.instructions} instructions, {r.registers} live registers")
-                   for r in others)
+    tail = "".join(html.note(_hot(r)) for r in others)
     head = (f'<tr style="opacity: 0.7"><th style="{gutter}">line</th><th style="{gutter}">regs'
             f'</th><th style="{gutter}">spills</th><th style="{gutter}">instr</th>'
             f'<th style="text-align: left">source (colour: {METRIC_LABELS[metric]}; click a line '
@@ -99,6 +108,31 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
     lead = html.note(f"{kl.kernel}: peak {kl.peak} live registers; read from {kl.binary}")
     return (lead + f'<table style="border-collapse: collapse; {html.MONO}; line-height: 1.35">'
             f"{head}{''.join(out)}</table>" + tail)
+
+
+def _families(r: LineCost) -> str:
+    """The files the inlined lines come from, shortest form: ``<cccl>/cub, <cccl>/cuda``."""
+    seen = []
+    for s in r.inlined:
+        top = "/".join(s.file.split("/")[:2]) if s.file.startswith("<") else s.file
+        if top not in seen:
+            seen.append(top)
+    return ", ".join(seen)
+
+
+def _inlined_html(r: LineCost) -> str:
+    """The lines of other files inlined at ``r``, one row each, most instructions first."""
+    if not r.inlined:
+        return ""
+    td = "padding: 0 6px; white-space: pre"
+    rows = "".join(f'<tr title="{escape(_hot(s), quote=True)}"><td style="{td}">{escape(s.where)}'
+                   f'</td><td style="{td}; text-align: right">{_n(s.instructions, "instruction")}'
+                   f'</td><td style="{td}; text-align: right">{s.registers} regs</td>'
+                   f'<td style="{td}; {html.DIM}">{escape((s.text or "").strip()[:80])}</td></tr>'
+                   for s in r.inlined)
+    return (f'<div style="{html.DIM}">{r.inlined_instructions} of its '
+            f'{_n(r.instructions, "instruction")} inlined from:</div>'
+            f'<table style="border-collapse: collapse">{rows}</table>')
 
 
 def unavailable(exc: Exception, name: str | None = None) -> str:

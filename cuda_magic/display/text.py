@@ -5,7 +5,7 @@ from __future__ import annotations
 from .content import (ARGV_HINT, DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
                       argv_short_text, argv_shortened, argv_text, build_columns, config_notes,
                       config_rows, occupancy_cell, occupancy_rows, resource_note, resource_rows,
-                      supplied_note)
+                      supplied_note, families_note)
 
 __all__ = ["config", "config_of", "exact_argv", "resources", "log", "summary", "numbered"]
 
@@ -88,6 +88,7 @@ def log(c: Content) -> str:
         if len(c.builds) > 1:
             parts.append(f"-- {b.label} --")
         parts += [supplied_note(b.result.supplied_headers)] if b.result.supplied_headers else []
+        parts += [n for n in [families_note(b.result.compiler)] if n]
         parts.append(b.result.log.strip("\n") or "(the compiler printed nothing)")
     return "\n".join(parts)
 

@@ -6,6 +6,13 @@ nvdisasm's ``SpillRefill`` marks; each instruction's source line comes from the 
 line table (``.debug_line``, made by ``-lineinfo``; nvdisasm prints no line markers with
 life ranges).  Rows are keyed by (file, line); the cell's file is ``cell.cu``.
 
+Inlined code (a CUB call, a ``__forceinline__`` helper from a header) belongs to the cell line
+it was inlined at: the line table's inline chain (:func:`binary.inline_table`, what
+``nvdisasm -gi`` prints) is followed outwards to the innermost line of the cell, and the
+lines of other files it went through are kept under that row (``LineCost.inlined``) with
+short paths (``<cccl>/cub/block/block_reduce.cuh``, ``<cutlass>/...``, ``<cuda>/...``).
+Code that reaches no cell line (a kernel defined in a header) keeps its own file's rows.
+
 Fidelity: the figures describe the binary that runs.  A build with line info
 (``-lineinfo``, ``-G``) is read as it is.  For one without, an inspection build with
 ``-lineinfo`` appended is made (through the compile cache), and its machine code is compared
@@ -15,7 +22,10 @@ the same code and which are not.
 
 from __future__ import annotations
 
+import linecache
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 
 from ..compile import binary as _binary
@@ -23,7 +33,8 @@ from ..compile.compiler import CompilationResult, compile_resolved
 from . import disasm
 from .disasm import CLASSES, _cached, cubin, machine_code, opcode_class, pick
 
-__all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "LINE_INFO_FLAGS", "METRICS"]
+__all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "short_path",
+           "LINE_INFO_FLAGS", "METRICS"]
 
 LINE_INFO_FLAGS = ("-lineinfo", "--generate-line-info", "-G", "--device-debug")
 METRICS = ("registers", "spills", "instructions")     # what the heat map can colour by
@@ -90,7 +101,15 @@ class LineCost:
     mix: tuple[tuple[str, int], ...]   # (class, count) for memory, float, integer, control, tensor
     notable: tuple[str, ...]    # e.g. ("CALL", "MUFU.RCP"): instructions worth a look
     sass: tuple[str, ...] = ()  # the instructions, "/*0040*/ IMAD R7, R7, UR4, R0"
-    text: str | None = None     # the source line, when it is one of the cell's
+    text: str | None = None     # the source line (a header's when its file can be read)
+    path: str = ""              # the file as the line table names it (``file`` is shortened)
+    inlined: tuple["LineCost", ...] = ()   # other files' lines inlined at this cell line,
+                                           # most instructions first (counted in this row too)
+
+    @property
+    def inlined_instructions(self) -> int:
+        """How many of this line's instructions come from code inlined from other files."""
+        return sum(r.instructions for r in self.inlined)
 
     @property
     def spills(self) -> int:
@@ -103,7 +122,8 @@ class LineCost:
 
     @property
     def where(self) -> str:
-        """``"line 12"`` for the cell's lines, ``"util.cuh:4"`` for a header's."""
+        """``"line 12"`` for the cell's lines, ``"util.cuh:4"`` or
+        ``"<cccl>/cub/block/block_reduce.cuh:594"`` for a header's."""
         if self.line is None:
             return "(no line)"
         return f"line {self.line}" if self.file == "cell.cu" else f"{self.file}:{self.line}"
@@ -116,7 +136,7 @@ class LineCost:
                 "spill_loads": self.spill_loads, "local_bytes": self.local_bytes,
                 "spill_bytes": self.spill_bytes,
                 "ftz": self.ftz, **dict(self.mix), "notable": ", ".join(self.notable),
-                "source": self.text}
+                "inlined": self.inlined_instructions, "source": self.text}
 
 
 @dataclass(frozen=True)
@@ -125,6 +145,8 @@ class KernelLines:
 
     kernel: str                      # the symbol in the binary
     rows: tuple[LineCost, ...]       # the cell's lines in order, then headers', then no line
+                                     # (each instruction in one row; inlined code in its
+                                     # cell line's, detailed in the row's ``inlined``)
     binary: str                      # which binary, in words
     same_code: bool                  # the binary read is the running one, or has its exact code
 
@@ -146,7 +168,47 @@ class KernelLines:
 _NOTABLE = re.compile(r"^(MUFU\.\w+|CALL|BAR|WARPSYNC|MEMBAR|ATOM|ATOMS|ATOMG|RED|REDG|\w*MMA)\b")
 
 
-def _cost(file: str, line: int | None, instrs: list[_Instr], text: str | None) -> LineCost:
+_SHORT = (   # (pattern on a normalised absolute path, family): the part after the match is kept
+    (re.compile(r"^/.*/include/cccl/(?=.)"), "<cccl>"),                      # CCCL 3: cccl/cub/...
+    (re.compile(r"^/.*/include/(?=(?:cub|thrust|cuda|nv)/.)"), "<cccl>"),    # CCCL 2, CUDA 12
+    (re.compile(r"^/.*/include/(?=(?:cutlass|cute)/.)"), "<cutlass>"),
+    (re.compile(r"^/.*/(?:cuda(?:-[\d.]+)?|nvidia/[^/]+|targets/[^/]+)/include/(?=.)"), "<cuda>"),
+)
+
+
+def short_path(path: str) -> str:
+    """A header's path as the views show it: ``<cccl>/cub/block/block_reduce.cuh``,
+    ``<cutlass>/cute/tensor.hpp``, ``<cuda>/crt/math_functions.hpp`` for the toolkit's
+    header families wherever they are installed (pip, conda, a system toolkit); a header
+    beside the cell (an in-memory ``%%cuda_header``: NVRTC's working directory, nvcc's
+    private temporary one) by its name; any other path as it is."""
+    if not path.startswith("/"):
+        return path
+    norm = os.path.normpath(path)
+    here = os.path.dirname(norm)
+    try:
+        cwd = os.getcwd()
+    except OSError:                          # the working directory was removed
+        cwd = None
+    if here == cwd or (os.path.basename(here).startswith("cuda-magic-") and
+                       os.path.dirname(here) == os.path.normpath(tempfile.gettempdir())):
+        return os.path.basename(norm)        # beside the cell: NVRTC's cwd, nvcc's temporary dir
+    for pattern, family in _SHORT:
+        m = pattern.match(norm)
+        if m:
+            return f"{family}/{norm[m.end():]}"
+    return path
+
+
+def _header_text(path: str, line: int) -> str | None:
+    """Line ``line`` of the header at ``path`` as it is on disk now, if it can be read."""
+    if not path.startswith("/"):
+        return None
+    return linecache.getline(path, line).rstrip("\n") or None
+
+
+def _cost(file: str, line: int | None, instrs: list[_Instr], text: str | None,
+          path: str = "", inlined: tuple = (), origin: dict | None = None) -> LineCost:
     mix = dict.fromkeys(CLASSES, 0)
     notable: set[str] = set()
     stores = loads = ftz = local = spilled = 0
@@ -170,7 +232,9 @@ def _cost(file: str, line: int | None, instrs: list[_Instr], text: str | None) -
                     max((i.counts.get("PRED", 0) for i in instrs), default=0),
                     max((i.counts.get("UGPR", 0) for i in instrs), default=0),
                     stores, loads, local, spilled, ftz, tuple(mix.items()), tuple(sorted(notable)),
-                    tuple(f"/*{i.address:04x}*/ {i.text}" for i in instrs), text)
+                    tuple(f"/*{i.address:04x}*/ {i.text}" +
+                          (f"    // {origin[i.address]}" if origin and i.address in origin else "")
+                          for i in instrs), text, path or file, inlined)
 
 
 def _has_line_info(result: CompilationResult) -> bool:
@@ -210,7 +274,7 @@ def _table(result: CompilationResult) -> dict[str, KernelLines]:
         where += " (the cubin of this PTX's config; the driver compiles the PTX itself)"
     instrs = parse_life_ranges(disasm._run("nvdisasm", ["-c", "-plr", "-lrm", "count"], elf, ".cubin"))
     spill_notes: dict[str, str] = {}
-    table = _binary.line_table(elf)
+    table = _binary.inline_table(elf)
     source = result.source.split("\n")
     if not any(i.spill for found in instrs.values() for i in found):
         # nvdisasm before 13.5 marks no spill code: in a kernel ptxas says spills, count its
@@ -224,21 +288,39 @@ def _table(result: CompilationResult) -> dict[str, KernelLines]:
                                        "of a kernel ptxas says spills is counted as spill")
     out = {}
     for kernel in ours:
-        rows = table.get(kernel, [])
-        groups: dict[tuple, list[_Instr]] = {}
-        for i in instrs.get(kernel, []):
-            at = _binary.line_of(rows, i.address)
-            groups.setdefault(at if at is not None else ("", None), []).append(i)
-        order = sorted(groups, key=lambda k: (k[1] is None, k[0] != "cell.cu", k[0], k[1] or 0))
-        costs = tuple(_cost(f, ln, groups[(f, ln)],
-                            source[ln - 1] if f == "cell.cu" and ln and ln <= len(source) else None)
-                      for f, ln in order)
+        costs = _rows(instrs.get(kernel, []), table.get(kernel, []), source)
         note = where + ("" if seen is running else
                         ", the same machine code as the running binary" if same.get(kernel) else
                         ", whose machine code DIFFERS from the running binary's")
         out[kernel] = KernelLines(kernel, costs, note + spill_notes.get(kernel, ""),
                                   same.get(kernel, False))
     return out
+
+
+def _rows(instrs: list[_Instr], chains: list, source: list[str]) -> tuple[LineCost, ...]:
+    """One row per line: each instruction on the innermost cell line of its inline chain (else
+    on its own line), the other files' lines it came through kept under that row."""
+    groups: dict[tuple, list[_Instr]] = {}
+    inner: dict[tuple, dict[tuple, list[_Instr]]] = {}
+    linecache.checkcache()                   # a header edited since: its line as it is now
+    for i in instrs:
+        chain = _binary.chain_of(chains, i.address) or (("", None),)
+        at = next((c for c in chain if c[0] == "cell.cu"), chain[0])
+        groups.setdefault(at, []).append(i)
+        if chain[0] != at and chain[0][0] != "cell.cu":
+            inner.setdefault(at, {}).setdefault(chain[0], []).append(i)
+    order = sorted(groups, key=lambda k: (k[1] is None, k[0] != "cell.cu", short_path(k[0]), k[1] or 0))
+    out = []
+    for f, ln in order:
+        subs = sorted((_cost(short_path(p), n, found, _header_text(p, n), p)
+                       for (p, n), found in inner.get((f, ln), {}).items()),
+                      key=lambda r: (-r.instructions, r.file, r.line))
+        origin = {i.address: f"{short_path(p)}:{n}"
+                  for (p, n), found in inner.get((f, ln), {}).items() for i in found}
+        text = (source[ln - 1] if ln and ln <= len(source) else None) if f == "cell.cu" else \
+            _header_text(f, ln) if ln else None
+        out.append(_cost(short_path(f), ln, groups[(f, ln)], text, f, tuple(subs), origin))
+    return tuple(out)
 
 
 def lines(result: CompilationResult, kernel: str | None = None):

@@ -19,7 +19,7 @@ from IPython.display import display
 from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
 
 from .. import cell as _cell
-from ..compile.arch import detect_arch
+from ..compile.arch import detect_arch_soon
 from ..compile.backends import CompileError
 from ..compile.backends.limits import progress
 from ..compile.compiler import CompilationResult, complete, set_cache_dir
@@ -203,12 +203,13 @@ class CudaMagics(Magics):
         """
         args = _args.parse(self.cuda, line)
         _names.check_name(self.shell, args.name)
+        gpu = None if args.compile_only else detect_arch_soon()     # overlaps the compile
         try:
             with _status(self.shell, args.quiet):
                 module = _cell.build(cell, _args.layer(args), session=self.defaults,
                                      preset=args.preset or self.preset,
                                      instantiate=args.instantiate or (), force=args.force,
-                                     load=not args.compile_only and detect_arch() is not None)
+                                     load=lambda: gpu is not None and gpu() is not None)
         except CompileError as exc:
             display(ErrorView(exc))
             exc.shown = True

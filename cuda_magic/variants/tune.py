@@ -400,11 +400,6 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
         frame = sys._getframe(1)
         namespace = {**frame.f_globals, **frame.f_locals}
     resolved = cell.resolve_cell(source, layer, session=session, preset=preset)
-    templated = [p.name for p in params if p.kind == "template"]
-    if templated and resolved.get("compiler") == "nvcc":
-        raise TuneError(f"{', '.join(templated)}: template arguments are instantiated through NVRTC's "
-                        f"name expressions; nvcc compiles the cell as written: tune them with "
-                        f"--compiler nvrtc, or make them macros (-D{templated[0]})", templated[0])
     if len(resolved.archs) > 1:
         raise TuneError(f"'arch' lists {', '.join(resolved.archs)}: a sweep builds one arch; tune "
                         f"on one (--arch {resolved.archs[0]}) and compare archs with "

@@ -2,8 +2,11 @@
 temporary directory that is always removed.
 
 argv: ``nvcc -arch=<arch> --cubin|--ptx|--fatbin <user nvcc list>
---ptxas-options=a,b,c -I. [-I<CUTLASS>] -o <tmp>/out.<fmt> <tmp>/cell.cu``
-(``-I<CUTLASS>`` when the ``nvidia-cutlass`` wheel is installed), run in the
+--ptxas-options=a,b,c -I. [-I<CUTLASS>] [--keep --keep-dir=<tmp>] -o <tmp>/out.<fmt>
+<tmp>/cell.cu`` (``-I<CUTLASS>`` when the ``nvidia-cutlass`` wheel is installed; a fatbin for
+an ``a``/``f`` arch gets ``-gencode=arch=compute_90a,code=sm_90a
+-gencode=arch=compute_90a,code=compute_90a`` instead of ``-arch``, see :func:`arch_flags`; ``--keep`` for cubin and fatbin, whose PTX view is the
+``cell.ptx`` of the same run), run in the
 caller's working directory so relative paths in the user's flags and quoted
 ``#include``s resolve as they do with NVRTC (hence ``-I.``).  The temporary
 directory is also nvcc's ``TMPDIR``, and its path is dropped from the log so
@@ -30,8 +33,9 @@ import time
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from ...config import ConfigError, clip
-from ..headers import cutlass_dir
+from ...config import clip
+from .. import instances
+from ..headers import cutlass_dirs
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
 from .limits import POLL, Cancelled, CompileTimeoutError, cancelled, compile_timeout, tick
 
@@ -66,6 +70,28 @@ def _version(path: str) -> str:
 
 def version() -> str:
     return _version(find_nvcc())
+
+
+def arch_flags(arch: str, target_format: str) -> tuple[str, ...]:
+    """How nvcc is told the arch.  ``-arch=sm_90a`` alone would also embed (and run ptxas on)
+    ``compute_90`` PTX in a fatbin, where unguarded ``wgmma``/``setmaxnreg`` fail ("not
+    supported on .target 'sm_90'"): an arch-specific (``a``) or family (``f``) fatbin gets
+    exactly its own SASS and PTX: ``-gencode=arch=compute_90a,code=sm_90a
+    -gencode=arch=compute_90a,code=compute_90a`` (one cicc run)."""
+    if target_format == "fatbin" and arch[-1:] in ("a", "f"):
+        virtual = arch.replace("sm_", "compute_", 1)
+        return (f"-gencode=arch={virtual},code={arch}", f"-gencode=arch={virtual},code={virtual}")
+    return (f"-arch={arch}",)
+
+
+def _kept_ptx(tmp: str) -> str | None:
+    """The PTX this nvcc run generated (``--keep``: ``cell.ptx`` in the private directory)."""
+    stem = os.path.splitext(FILENAME)[0]
+    names = sorted(n for n in os.listdir(tmp) if n.startswith(stem + ".") and n.endswith(".ptx"))
+    if len(names) != 1:         # one arch per build: one PTX; anything else is not ours to guess
+        return None
+    with open(os.path.join(tmp, names[0]), "rb") as f:
+        return f.read().rstrip(b"\0").decode("utf-8", "replace")
 
 
 def _write_headers(tmp: str, headers: Mapping[str, str]) -> None:
@@ -158,15 +184,19 @@ def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) ->
 def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
             ptxas: Sequence[str], name_expressions: Sequence[str] = (),
             headers: Mapping[str, str] = MappingProxyType({})) -> Output:
-    if name_expressions:
-        first = next((clip(n, 80) for n in name_expressions if "<" in n), "NAME<T>")
-        raise ConfigError(f"--instantiate / name expressions need NVRTC; nvcc compiles the cell as "
-                          f"written: instantiate in the source instead (template __global__ void "
-                          f"{first}(...);) or use --compiler nvrtc", "compiler")
+    """Compile with nvcc.  ``name_expressions`` (``--instantiate``) are compiled as lines after
+    the cell (:func:`~cuda_magic.compile.instances.appended`) and found in the binary by their
+    demangled names (``Output.lowered_names``, as NVRTC gives them)."""
+    cell, names = source, tuple(name_expressions)
+    source = instances.appended(cell, names)
     with _private_dir() as (tmp, box):
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
-        argv = (find_nvcc(), f"-arch={arch}", f"--{target_format}", *flags, *ptxas, "-I.",
-                *(f"-I{d}" for d in [cutlass_dir()] if d), "-o", out, src)
+        # The PTX view comes from this very run (its kept .ptx), never from a second compile.
+        keep = () if target_format == "ptx" else ("--keep", f"--keep-dir={tmp}")
+        argv = (find_nvcc(), *arch_flags(arch, target_format), f"--{target_format}", *flags,
+                *ptxas,  # a subdirectory %%cuda_header's own directory first, as with NVRTC
+                *(f"-I{d}" for d in sorted({os.path.dirname(n) for n in headers} - {""})), "-I.",
+                *(f"-I{d}" for d in cutlass_dirs()), *keep, "-o", out, src)
         with open(src, "w", encoding="utf-8") as f:
             f.write(source)
         _write_headers(tmp, headers)
@@ -174,13 +204,36 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
         returncode, log = _run(argv, tmp, source, box)
         log = log.strip("\n").replace(tmp + os.sep, "")
         if returncode != 0:
-            raise CompileError("nvcc", log or f"nvcc exited with status {returncode}",
+            exc = CompileError("nvcc", log or f"nvcc exited with status {returncode}",
                                argv, source, FILENAME)
+            from ..stdheaders import log_hints
+            for line in log_hints(log, nvrtc=False):    # what to #include
+                exc.note(line)
+            raise _appended_note(exc, cell, names)
         with open(out, "rb") as f:
             binary = f.read()
+        ptx = _kept_ptx(tmp) if keep else None
     if target_format == "ptx":
         binary = binary.rstrip(b"\0")
-    return Output(binary, target_format, argv, log)
+    lowered = ()
+    if names:
+        from ..binary import entries
+        found = instances.lowered(names, entries(binary, target_format, arch=arch))
+        lowered = tuple((n, found[n]) for n in names)
+    return Output(binary, target_format, argv, log, lowered, ptx=ptx)
+
+
+def _appended_note(exc: CompileError, cell: str, names: Sequence[str]) -> CompileError:
+    """Say which ``--instantiate`` an error on an appended line comes from."""
+    if not names:
+        return exc
+    first = instances.first_appended_line(cell)
+    bad = sorted({line - first for line, _ in exc.error_lines()
+                  if line is not None and 0 <= line - first < len(names)})
+    for i in bad[:3]:
+        exc.note(f"--instantiate {clip(names[i], 80)!r}: the compiler cannot instantiate it as "
+                 f"written (line {first + i}: cuda-magic's line for it, appended after the cell)")
+    return exc
 
 
 BACKEND = Backend(name="nvcc", formats=("fatbin", "cubin", "ptx"), default_format="fatbin",

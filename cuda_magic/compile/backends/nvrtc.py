@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from ...errors import clip
 from .. import pch as _pch
 from ..headers import toolkit_dirs
 from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
-from .limits import CompileTimeoutError, compile_timeout, wait_for
+from .limits import CompileTimeoutError, compile_timeout, doing, wait_for
 
 FILENAME = "cell.cu"
 
@@ -62,6 +64,19 @@ def added_flags() -> tuple[str, ...]:
     if version_tuple() >= (12, 9):
         flags.append("--no-cache")
     return tuple(flags)
+
+
+# CCCL unrolls its type-list metaprograms 16 deep for every compiler but nvcc, which gets 10
+# (cuda/std/__type_traits/type_list.h).  NVRTC's preprocessor takes ~0.9 s to expand the
+# 16-deep macros once (any libcu++ header pays it) and its PCH files grow ~8x: nvcc's value
+# makes <cuda/std/type_traits> 1.1 s -> 0.16 s and its PCH 203 -> 25 MiB (docs/decisions.md).
+UNROLL = "-D_CCCL_META_UNROLL_LIMIT=10"
+
+
+def _unroll(flags: Sequence[str]) -> tuple[str, ...]:
+    """``UNROLL`` unless the user's flags set the macro themselves."""
+    said = any("_CCCL_META_UNROLL_LIMIT" in f for f in flags)
+    return () if said else (UNROLL,)
 
 
 def _check(result, what: str) -> None:
@@ -129,15 +144,30 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
     abandoned compile finishes in the background; its result is discarded)."""
     nvrtc = _nvrtc()
     gpu = arch.replace("sm_", "compute_", 1) if target_format == "ptx" else arch
-    argv = (f"--gpu-architecture={gpu}", *flags, *ptxas, *added_flags())
+    argv = (f"--gpu-architecture={gpu}", *flags, *ptxas, *added_flags(), *_unroll(flags))
     limit = compile_timeout()
-    return wait_for(
-        lambda: _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch),
-        timeout=limit, name="cuda-magic nvrtc", what="compiling with nvrtc",
-        on_timeout=lambda: CompileTimeoutError(
-            "nvrtc", limit, argv, source, FILENAME,
-            "NVRTC cannot be stopped: the compile was abandoned (it finishes in the background "
-            "and its result is discarded)"))
+    try:
+        return wait_for(
+            lambda: _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch),
+            timeout=limit, name="cuda-magic nvrtc", what="compiling with nvrtc",
+            on_timeout=lambda: CompileTimeoutError(
+                "nvrtc", limit, argv, source, FILENAME,
+                "NVRTC cannot be stopped: the compile was abandoned (it finishes in the background "
+                "and its result is discarded)"))
+    except CompileError as exc:
+        raise _name_note(exc, name_expressions)
+
+
+def _name_note(exc: CompileError, names: Sequence[str]) -> CompileError:
+    """Say which ``--instantiate`` (name expression) NVRTC could not instantiate."""
+    if "__nv_name_map" not in exc.log or getattr(exc, "_named", False):
+        return exc
+    said = {"".join(m.split()) for m in re.findall(r'Input name expression was: "([^"]*)"', exc.log)}
+    for name in [n for n in names if "".join(n.split()) in said][:3]:
+        exc.note(f"--instantiate {clip(name, 80)!r}: the compiler cannot instantiate it as written "
+                 f"(the __nv_name_map lines above)")
+    exc._named = True
+    return exc
 
 
 def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch) -> Output:
@@ -153,7 +183,7 @@ def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch)
         if "precompiled header" not in log:     # the cell's own error
             raise CompileError("nvrtc", log or status.name, with_pch, source, FILENAME)
     elif use:
-        with _pch.lock():
+        with _pch.lock(), doing(PCH_NOTE):
             return _create(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
     status, log, out, *_ = _run(nvrtc, source, argv, headers, name_expressions, target_format)
     if out is None:
@@ -161,7 +191,8 @@ def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch)
     return out
 
 
-_PCH_HEAP = 512 << 20   # NVRTC's default is 256 MiB; a CUB cell needs ~300 MiB
+PCH_NOTE = "building a one-off precompiled header"
+_PCH_HEAP = 512 << 20   # NVRTC's default is 256 MiB; a CUB cell needs ~120 MiB (~300 before UNROLL)
 
 
 def _create(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output:
@@ -187,6 +218,86 @@ def _create(nvrtc, source, argv, headers, name_expressions, target_format, path)
     return out
 
 
+# NVRTC refuses every function without __host__/__device__ ("host functions are not allowed in
+# JIT mode"), where nvcc compiles it as a host function: a constexpr helper that device code
+# calls (CUTLASS/CuTe, most "real" files) is then refused by NVRTC alone.  ``-default-device``
+# makes such functions __device__; it is added only on a retry after exactly that failure, so a
+# cell that compiles without it keeps its meaning, and the argv and the log say it was added.
+DEFAULT_DEVICE = "-default-device"
+_DEFAULT_DEVICE = (DEFAULT_DEVICE, "--device-as-default-execution-space")
+_HOST_FUNCTION = "A function without execution space annotations"
+RETRIED = ("cuda-magic: compiled again with -default-device (appended to the argv): NVRTC "
+           "refused functions without __host__/__device__ (host functions are not allowed in "
+           "JIT mode); nvcc compiles them as host functions, and -default-device makes them "
+           "device functions. Add -default-device to the nvrtc flags to skip the first try.")
+
+
+_USES_TOOLKIT_TYPEDEFS = re.compile(r"cuda_pipeline|cuda_awbarrier|memcpy_async|cooperative_groups")
+
+
+@functools.lru_cache(maxsize=8)
+def _toolkit_file(name: str, dirs: tuple[str, ...]) -> str | None:
+    for d in dirs:
+        path = os.path.join(d, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+    return None
+
+
+def supply(source: str, flags: Sequence[str], headers: Mapping[str, str]):
+    """What nvcc gives implicitly, for this cell: (flags, headers, log notes).
+
+    - :data:`.stdheaders.IMPLICIT` (the nvcc-implicit names the cell uses: ``uint``,
+      ``int64_t``, ``__extension__``, the PDL device functions), pre-included with
+      ``--pre-include=`` (in the argv);
+    - where cuda-magic's ``<cstdint>`` is in force, the toolkit headers whose NVRTC-only
+      typedefs would clash with it, with those typedefs replaced (:func:`.stdheaders.with_glibc_int_types`)."""
+    from .. import stdheaders
+    flags, headers, notes = tuple(flags), dict(headers), []
+    texts = [source, *(t for n, t in headers.items() if stdheaders.HEADERS.get(n) != t)]
+    prelude = stdheaders.implicit(texts)
+    if prelude and stdheaders.IMPLICIT not in headers:
+        headers[stdheaders.IMPLICIT] = prelude
+        flags += (f"--pre-include={stdheaders.IMPLICIT}",)
+        notes.append(f"cuda-magic: pre-included {stdheaders.IMPLICIT} (--pre-include, in the argv): "
+                     "names nvcc declares without an #include (through its implicit "
+                     "cuda_runtime.h) that this cell uses")
+    if "cuda/std/cstdint" in headers or (prelude and "_CUDA_STD_CSTDINT" in prelude):
+        for name in stdheaders.TOOLKIT_INT_TYPEDEFS:
+            text = _toolkit_file(name, toolkit_dirs())
+            fixed = text and name not in headers and stdheaders.with_glibc_int_types(name, text)
+            if fixed:
+                headers[name] = fixed
+                if any(_USES_TOOLKIT_TYPEDEFS.search(t) for t in texts):
+                    notes.append(f"cuda-magic: supplied {name} in memory: the toolkit's, its "
+                                 "NVRTC-only uint64_t typedef replaced by <cstdint>'s (unsigned "
+                                 "long, as with nvcc)")
+    return flags, headers, notes
+
+
+def compile_retrying(source: str, *, flags: Sequence[str],
+                     headers: Mapping[str, str] = MappingProxyType({}), **kw) -> Output:
+    """:func:`compile` with what :func:`supply` adds; when NVRTC refused unannotated (host)
+    functions and the flags lack ``-default-device``, once more with it appended (the log
+    starts with :data:`RETRIED`).  A failure says which header declares an undefined name."""
+    from ..stdheaders import log_hints
+    flags, headers, notes = supply(source, flags, headers)
+    try:
+        try:
+            out = compile(source, flags=flags, headers=headers, **kw)
+        except CompileError as exc:
+            if _HOST_FUNCTION not in exc.log or any(f in _DEFAULT_DEVICE for f in flags):
+                raise
+            notes.append(RETRIED)
+            out = compile(source, flags=(*flags, DEFAULT_DEVICE), headers=headers, **kw)
+    except CompileError as exc:
+        for line in [*log_hints(exc.log), *notes]:
+            exc.note(line)
+        raise
+    return replace(out, log="\n".join([*notes, out.log]).rstrip("\n")) if notes else out
+
+
 BACKEND = Backend(name="nvrtc", formats=("cubin", "ptx"), default_format="cubin",
-                  forward_ptxas=ptxas_each, compile=compile, version=version, std_headers=True,
+                  forward_ptxas=ptxas_each, compile=compile_retrying, version=version, std_headers=True,
                   pch=True)

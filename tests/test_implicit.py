@@ -1,0 +1,295 @@
+"""What nvcc gives implicitly and real code leans on (issue 21, section 5), with the real
+NVRTC and nvcc (no GPU): sm_90a-only PTX in nvcc fatbins, the PTX view of the build that
+runs, the -default-device retry, the pre-included nvcc-implicit names, the toolkit's NVRTC
+int typedefs beside <cstdint>, the NVRTC <cub/cub.cuh>, and what-to-include hints."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import cuda_magic
+from cuda_magic.compile import stdheaders
+from cuda_magic.compile.backends import CompileError, nvcc as nvcc_backend
+from cuda_magic.compile.backends import nvrtc as nvrtc_backend
+from cuda_magic.compile.compiler import compile_source
+
+ARCH = "sm_90a"
+SAXPY = ('extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {\n'
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }\n")
+SAME = ("template <class A, class B> struct same { static constexpr bool v = false; };\n"
+        "template <class A> struct same<A, A> { static constexpr bool v = true; };\n")
+
+
+def cfg(**kw):
+    return {"cuda": {"arch": ARCH, **kw}}
+
+
+def build(src, compiler="nvrtc", **kw):
+    return compile_source(src, cfg(compiler=compiler, **kw), force=True)
+
+
+# --- 6. nvcc: an a/f arch's fatbin holds that arch's SASS and PTX only ------------------------
+
+SETMAXNREG = ('__global__ void __launch_bounds__(256, 1) k(int* p) {\n'
+              '  asm volatile("setmaxnreg.dec.sync.aligned.u32 40;"); p[0] = 1; }\n')
+
+
+def test_nvcc_fatbin_for_sm_90a_has_no_compute_90_ptx():
+    from cuda_magic.compile.binary import _extract
+    r = build(SETMAXNREG, "nvcc")          # plain -arch=sm_90a: ptxas rejects it for sm_90
+    assert r.format == "fatbin"
+    assert r.argv[1:3] == ("-gencode=arch=compute_90a,code=sm_90a",
+                           "-gencode=arch=compute_90a,code=compute_90a")
+    ptx = [d.decode("utf-8", "replace") for _, d in _extract(r.binary, "ptx")]
+    assert len(ptx) == 1 and re.search(r"^\.target sm_90a\b", ptx[0], re.M)
+
+
+@pytest.mark.parametrize("arch, fmt, want", [
+    ("sm_90a", "fatbin", ("-gencode=arch=compute_90a,code=sm_90a",
+                          "-gencode=arch=compute_90a,code=compute_90a")),
+    ("sm_100f", "fatbin", ("-gencode=arch=compute_100f,code=sm_100f",
+                           "-gencode=arch=compute_100f,code=compute_100f")),
+    ("sm_90a", "cubin", ("-arch=sm_90a",)), ("sm_90a", "ptx", ("-arch=sm_90a",)),
+    ("sm_80", "fatbin", ("-arch=sm_80",))])
+def test_arch_flags(arch, fmt, want):
+    assert nvcc_backend.arch_flags(arch, fmt) == want
+
+
+# --- 7. nvcc: the PTX view is the PTX of the build that runs -----------------------------------
+
+@pytest.mark.parametrize("fmt", ["cubin", "fatbin"])
+def test_nvcc_ptx_view_names_the_binary_entries(fmt):
+    from cuda_magic.compile.binary import entries
+    from cuda_magic import inspect
+    src = "namespace { __global__ void hidden(int* p) { p[0] = 7; } }\n" \
+          "__global__ void shown(int* p) { p[1] = 8; }\n"
+    r = build(src, "nvcc", target_format=fmt)
+    assert "--keep" in r.argv and r.ptx_text        # from the same nvcc run, not a second one
+    symbols = {e.symbol for e in entries(r.binary, r.format)}
+    anon = [s for s in symbols if "_GLOBAL__N_" in s]
+    assert len(anon) == 1
+    ptx = inspect.ptx(r)
+    assert set(re.findall(r"\.entry (\w+)\(", ptx)) == symbols
+    # a second nvcc run hashes the anonymous namespace differently: the reason for the above
+    again = build(src + "\n", "nvcc", target_format="ptx")
+    assert anon[0] not in again.binary.decode()
+
+
+# --- 2. unannotated constexpr helpers: NVRTC retries with -default-device ---------------------
+
+CONSTEXPR = ("constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }\n"
+             "__global__ void k(int* p, int n) { constexpr int t = ceil_div(100, 32); "
+             "p[0] = ceil_div(n, 32) + t; }\n")
+
+
+def test_unannotated_constexpr_compiles_under_nvrtc_with_default_device_shown():
+    r = build(CONSTEXPR)
+    assert r.argv.count("-default-device") == 1
+    assert r.log.startswith(nvrtc_backend.RETRIED)
+    assert "-default-device" not in build(SAXPY).argv           # nothing added elsewhere
+
+
+def test_nvcc_needs_relaxed_constexpr_for_the_same_cell():
+    with pytest.raises(CompileError, match="--expt-relaxed-constexpr"):
+        build(CONSTEXPR, "nvcc")
+    build(CONSTEXPR, "nvcc", nvcc=["--expt-relaxed-constexpr"])
+
+
+def test_default_device_given_by_the_user_is_not_retried():
+    r = build(CONSTEXPR, nvrtc=["-default-device"])
+    assert r.argv.count("-default-device") == 1 and nvrtc_backend.RETRIED not in r.log
+
+
+def test_a_failure_after_the_retry_says_so():
+    with pytest.raises(CompileError) as info:
+        build(CONSTEXPR.replace("+ t;", "+ t + undefined_thing;"))
+    assert "-default-device" in info.value.argv and nvrtc_backend.RETRIED in str(info.value)
+
+
+# --- 1 and 5. what nvcc's implicit cuda_runtime.h declares -------------------------------------
+
+IMPLICIT = SAME + r"""
+__extension__ typedef long long wide;
+static_assert(same<uint, unsigned int>::v && same<ushort, unsigned short>::v
+              && same<ulong, unsigned long>::v && same<u_char, unsigned char>::v
+              && same<u_int64_t, unsigned long>::v, "glibc's <sys/types.h>");
+static_assert(same<int64_t, long>::v && same<int32_t, int>::v && same<int8_t, signed char>::v, "");
+static_assert(INT_MAX == 2147483647 && same<decltype(LONG_MAX), long>::v && CHAR_BIT == 8, "");
+static_assert(M_PI > 3.14159 && M_PI < 3.1416, "");
+__global__ void k(uint* p, int64_t* q) {
+  cudaGridDependencySynchronize();
+  p[0] = (ushort)p[1]; q[0] = (wide)INT_MAX;
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_nvcc_implicit_names_mean_the_same_with_both_compilers(compiler):
+    r = build(IMPLICIT, compiler, target_format="ptx")
+    ptx = r.binary.decode()
+    assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
+    if compiler == "nvrtc":
+        assert f"--pre-include={stdheaders.IMPLICIT}" in r.argv
+        assert "pre-included" in r.log
+
+
+def test_the_prelude_is_only_for_cells_that_use_its_names():
+    assert not any(a.startswith("--pre-include") for a in build(SAXPY).argv)
+    assert stdheaders.implicit([SAXPY]) is None
+    # each part only when named: a cell using 'uint' gets no PDL functions and no <cstdint>
+    text = stdheaders.implicit(["__global__ void k(uint n) {}"])
+    assert "typedef unsigned int uint;" in text
+    assert "griddepcontrol" not in text and "_CUDA_STD_CSTDINT" not in text
+    # the supplied standard headers' own text does not count as the cell's
+    r = build("#include <cstdio>\n#include <cmath>\n" + SAXPY)
+    assert not any(a.startswith("--pre-include") for a in r.argv)
+
+
+def test_a_user_typedef_of_the_same_name_still_compiles():
+    src = "typedef unsigned int uint;\n__global__ void k(uint* p) { p[0] = 1; }\n"
+    for compiler in ("nvrtc", "nvcc"):
+        build(src, compiler)
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_undefined_names_say_what_to_include(compiler):
+    with pytest.raises(CompileError) as info:
+        build("__global__ void k(float* p) { uint64_t n = 1; p[0] = n + FLT_MAX; }\n", compiler)
+    msg = str(info.value)
+    assert "'uint64_t' is declared in <cstdint>: add #include <cstdint>" in msg
+    assert "'FLT_MAX' is declared in <cfloat>: add #include <cfloat>" in msg
+
+
+def test_std_member_hint():
+    assert stdheaders.log_hints('error: namespace "std" has no member "min"') == [
+        "'std::min' is declared in <algorithm>: add #include <algorithm>"]
+
+
+# --- 4. the toolkit's NVRTC uint64_t typedefs beside cuda-magic's <cstdint> -------------------
+
+PIPELINE = SAME + r"""
+static_assert(same<uint64_t, unsigned long>::v && same<uintptr_t, unsigned long>::v, "as nvcc");
+__global__ void k(const uint64_t* in, uint64_t* out) {
+  __shared__ alignas(16) uint64_t t[32];
+  __pipeline_memcpy_async(&t[threadIdx.x], &in[threadIdx.x], sizeof(uint64_t));
+  __pipeline_commit(); __pipeline_wait_prior(0);
+  out[threadIdx.x] = t[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("order", [("cstdint", "cuda_pipeline.h"), ("cuda_pipeline.h", "cstdint"),
+                                   ("cuda/pipeline", "cstdint", "cuda_awbarrier.h",
+                                    "cuda_pipeline_primitives.h"),
+                                   ("cstdint", "cooperative_groups.h",
+                                    "cooperative_groups/memcpy_async.h")])
+def test_cstdint_and_the_pipeline_headers_in_either_order(order, compiler):
+    src = "".join(f"#include <{h}>\n" for h in order) + PIPELINE
+    r = build(src, compiler, nvrtc=["-std=c++17"])
+    if compiler == "nvrtc":
+        assert "cuda_pipeline_helpers.h in memory" in r.log
+
+
+def test_the_helper_keeps_its_line_numbers_and_replaces_only_the_typedefs():
+    from cuda_magic.compile.headers import toolkit_dirs
+    for name in stdheaders.TOOLKIT_INT_TYPEDEFS:
+        text = nvrtc_backend._toolkit_file(name, toolkit_dirs())
+        if text is None:
+            pytest.skip(f"{name} is not installed")
+        fixed = stdheaders.with_glibc_int_types(name, text)
+        assert fixed.count("\n") == text.count("\n")
+        changed = [(a, b) for a, b in zip(text.splitlines(), fixed.splitlines()) if a != b]
+        assert changed and all(re.match(r"\s*typedef .*int\w*_t\s*;", a) for a, _ in changed)
+
+
+# --- 3. <cub/cub.cuh> under NVRTC --------------------------------------------------------------
+
+CUB = r"""#include <cub/cub.cuh>
+__global__ void k(const float* x, float* out) {
+  using BR = cub::BlockReduce<float, 128>;
+  __shared__ typename BR::TempStorage tmp;
+  float s = BR(tmp).Sum(x[threadIdx.x]);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+"""
+
+
+def test_cub_umbrella_compiles_under_nvrtc_and_is_listed():
+    r = build(CUB)
+    assert "cub/cub.cuh" in r.supplied_headers
+
+
+def test_cub_device_algorithms_under_nvrtc_say_use_nvcc():
+    src = CUB.replace("float s = BR(tmp).Sum(x[threadIdx.x]);",
+                      "float s = 0; cub::DeviceReduce::Sum(nullptr, s, x, out, 4);")
+    with pytest.raises(CompileError, match=r"cub::DeviceReduce .* --compiler nvcc"):
+        build(src)
+
+
+# --- 4. C++20 headers libcu++ has --------------------------------------------------------------
+
+CXX20 = r"""#include <concepts>
+#include <span>
+#include <numbers>
+template <class T> concept Small = std::integral<T> && sizeof(T) <= 4;
+template <Small T> __device__ T inc(T x) { return x + 1; }
+static_assert(std::same_as<int, int> && !std::floating_point<int>, "");
+__global__ void k(int* p, float* f) {
+  std::span<int> s(p, 4);
+  s[0] = inc(s[1]) + (int)s.size();
+  f[0] = std::numbers::pi_v<float>;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_cxx20_concepts_span_numbers(compiler):
+    r = build(CXX20, compiler, nvrtc=["-std=c++20"],
+              nvcc=["-std=c++20", "--expt-relaxed-constexpr"])
+    if compiler == "nvrtc":
+        assert {"concepts", "span", "numbers"} <= set(r.supplied_headers)
+
+
+# --- 8. device-side launches -------------------------------------------------------------------
+
+DYNAMIC = ("__global__ void child(int* p) { p[threadIdx.x] = 1; }\n"
+           "__global__ void parent(int* p) { child<<<1, 32>>>(p); }\n")
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_device_side_launch_says_what_it_needs(compiler):
+    with pytest.raises(CompileError, match=r"device-side launch.*dynamic parallelism") as info:
+        build(DYNAMIC, compiler)
+    assert "-rdc" in str(info.value)
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_with_rdc_the_device_runtime_is_linked_in(compiler):
+    from cuda_magic.compile import binary, link
+    m = cuda_magic.build(DYNAMIC, cuda_magic.line_config(
+        arch="sm_90a", compiler=compiler, **{compiler: "--use_fast_math -rdc=true"}))
+    r = m.result
+    assert r.format == "cubin" and "linked into one cubin by nvJitLink" in r.log
+    assert link.devrt() in r.log and "-arch=sm_90a" in r.log
+    # the device runtime's own kernels (32 memcpy/memset helpers) are not the cell's: never bound
+    assert set(m.python_names()) == {"child", "parent"}
+    assert [e.name for e in r.entries] == ["child", "parent"]
+    # loadable: an executable image (ET_EXEC), the device runtime's calls resolved
+    assert int.from_bytes(r.binary[16:18], "little") == 2
+    secs = binary._elf_sections(r.binary)
+    symbols = binary._elf_symbols(r.binary, secs, next(i for i, s in enumerate(secs) if s.type == 2))
+    undefined = {s.name for s in symbols if s.shndx == 0 and s.name}
+    assert not {n for n in undefined if n.startswith("__cudaCDP2")}, undefined
+    assert any(e.name == "parent" for e in binary.entries(r.binary, "cubin"))
+
+
+def test_relocatable_reads_every_spelling():
+    from cuda_magic.compile.link import relocatable
+    assert relocatable(["-rdc=true"]) and relocatable(["--relocatable-device-code=true"])
+    assert relocatable(["-rdc", "true"]) and relocatable(["-dc"])
+    assert not relocatable(["-rdc=false"]) and not relocatable(["-rdc=true", "-rdc=false"])
+    assert not relocatable(["--use_fast_math"])

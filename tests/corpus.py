@@ -56,27 +56,15 @@ class Case:
 
 # --- where the optional headers come from ---------------------------------------------------
 
-def _pip_include(lib: str) -> pathlib.Path | None:
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-        path = find_nvidia_header_directory(lib)
-    except Exception:
-        return None
-    return pathlib.Path(path) if path else None
-
-
 def include_dir(requires: str) -> pathlib.Path | None:
-    """The include directory that holds ``requires``' headers, or None when not installed."""
-    if requires == "cutlass":         # pip install nvidia-cutlass: where cuda-magic finds it
-        from cuda_magic.compile.headers import cutlass_dir
-        return pathlib.Path(cutlass_dir()) if cutlass_dir() else None
-    if requires == "curand":          # pip install nvidia-curand (cuda-toolkit[curand])
-        path = _pip_include("curand")
-        return path if path and (path / "curand_kernel.h").is_file() else None
-    if requires == "crt":             # pip install nvidia-cuda-crt (comes with nvidia-cuda-nvcc)
-        path = _pip_include("cudart")
-        return path if path and (path / "crt" / "mma.h").is_file() else None
-    raise ValueError(f"unknown requirement {requires!r}")
+    """The include directory that holds ``requires``' headers (``"cutlass"``, ``"curand"``,
+    ``"crt"``), found where cuda-magic finds it (pip wheels, site directories, CUDA_HOME, the
+    system toolkit: ``headers.header_dirs``), or None when not installed."""
+    from cuda_magic.compile.headers import header_dirs
+    if requires not in ("cutlass", "curand", "crt"):
+        raise ValueError(f"unknown requirement {requires!r}")
+    path = header_dirs().get(requires)
+    return pathlib.Path(path) if path else None
 
 
 def missing(case: Case, compiler: str) -> str | None:

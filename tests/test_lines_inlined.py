@@ -215,3 +215,28 @@ def test_code_that_reaches_no_cell_line_keeps_its_header_rows(compiler):
 ])
 def test_short_paths(path, short):
     assert short_path(path) == short
+
+
+def test_profile_and_check_lines_put_inlined_library_code_on_the_call_line():
+    """k.profile / k.check map SASS offsets to lines through tools.line_rows: a CUB call's
+    instructions land on the cell line that called it, as in the heat map."""
+    from cuda_magic.runtime.tools import line_rows
+    m = module("nvrtc")
+    k = m["sum_squares"]
+    rows, note = line_rows(m.result_of("sum_squares"), k.symbol)
+    assert rows, note
+    call = next(i + 1 for i, t in enumerate(CELL.splitlines()) if "BlockReduce(temp).Sum" in t)
+    on_call = [r for r in rows if r[1:] == ("cell.cu", call)]
+    assert on_call                                   # the inlined CUB code is on the call line
+    plain = binary.line_table(_lineinfo_cubin(m, "sum_squares"))[k.symbol]
+    assert len([r for r in plain if r[1] != "cell.cu"]) > \
+        len([r for r in rows if r[1] != "cell.cu"])   # fewer rows left on library files
+
+
+def _lineinfo_cubin(m, kernel):
+    from cuda_magic.inspect.disasm import cubin, machine_code
+    r = m.result_of(kernel)
+    elf = cubin(machine_code(r))
+    if binary.line_table(elf).get(m[kernel].symbol):
+        return elf
+    return cubin(inspection_build(r))

@@ -201,3 +201,27 @@ def test_the_compiler_version_is_in_the_memory_key(here, fresh_cache):
     finally:
         mp.undo()
     assert compile_source(CELL, config).cache_hit
+
+
+def test_a_failed_compile_keeps_its_pch_unless_a_header_changed_meanwhile(here, monkeypatch,
+                                                                         fresh_cache):
+    """The PCH holds the leading directives only: a typo below them keeps it, so the compile
+    after the fix uses it; but a header saved during the failed compile discards it."""
+    from cuda_magic.compile import pch
+    monkeypatch.setenv("CUDA_MAGIC_PCH_DIR", str(here / "pch"))
+    (here / "my.cuh").write_text("#define VALUE 1234567\n")
+    head = '#include <cmath>\n#include "my.cuh"\n'
+    typo = head + 'extern "C" __global__ void k(int* y) { *y = VALUE + typo; }\n'
+    fixed = head + 'extern "C" __global__ void k(int* y) { *y = VALUE; }\n'
+    with pytest.raises(cuda_magic.CompileError):
+        compile_source(typo, cfg(target_format="cubin"))
+    assert pch.usage()[0] == 1
+    good = compile_source(fixed, cfg(target_format="cubin"))
+    assert good.pch == "used" and value(good) == 1234567
+    pch.clear()
+    with _Saving("nvrtc", here / "my.cuh", ["#define VALUE 1234567\n", "#define VALUE 42\n"]):
+        with pytest.raises(cuda_magic.CompileError):
+            compile_source(typo, cfg(target_format="cubin"))
+    assert pch.usage()[0] == 0                 # made from 1234567, named for it: not kept
+    again = compile_source(fixed, cfg(target_format="cubin"))
+    assert again.pch == "created" and value(again) == 42

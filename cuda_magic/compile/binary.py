@@ -85,7 +85,7 @@ from .backends import ToolNotFoundError
 
 __all__ = ["Entry", "Image", "BinaryFormatError", "entries", "demangle", "split_signature",
            "c_type", "fatbin_images", "kernel_code", "line_table", "line_of", "inline_table",
-           "chain_of", "cubin_for"]
+           "cell_line_table", "chain_of", "cubin_for"]
 
 FORMATS = ("cubin", "ptx", "fatbin")
 
@@ -636,6 +636,16 @@ def inline_table(cubin: bytes, *, main: str = "cell.cu"
             chains.append((address, tuple(chain)))
         out[key] = chains
     return out
+
+
+def cell_line_table(cubin: bytes, *, main: str = "cell.cu"
+                    ) -> dict[str, list[tuple[int, str, int]]]:
+    """:func:`line_table`'s rows with each address on the innermost line of ``main`` in its
+    inline chain (:func:`inline_table`): library code inlined at a cell line (a CUB call)
+    counts on that line; code that reaches no cell line keeps its own row."""
+    return {key: [(address, *next((at for at in chain if at[0] == main), chain[0]))
+                  for address, chain in rows]
+            for key, rows in inline_table(cubin, main=main).items()}
 
 
 def chain_of(rows: list[tuple[int, tuple]], address: int) -> tuple[tuple[str, int], ...] | None:

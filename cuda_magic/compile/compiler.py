@@ -371,12 +371,10 @@ def _device_link(out: Output, compiler: str, flags: Sequence[str], arch: str,
     return replace(out, binary=cubin, format="cubin", log=f"{out.log}\n{note}".strip())
 
 
-def _discard_pch(out: Output) -> None:
-    """Remove the PCH ``out`` created: it holds headers that changed during the compile, under
-    the name of the headers scanned before it (a later compile of those would trust it)."""
-    if out.pch != "created":
-        return
-    for arg in out.argv:
+def _discard_pch(argv: Sequence[str]) -> None:
+    """Remove the PCH a compile with ``argv`` created: it holds headers that changed during the
+    compile, under the name of the headers scanned before it (a later compile would trust it)."""
+    for arg in argv:
         if arg.startswith("--create-pch="):
             path = re.sub(r"\.\d+\.tmp$", "", arg[len("--create-pch="):])
             try:
@@ -447,6 +445,9 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
                               name_expressions=names, **extra)
         out = _device_link(out, backend.name, flags, resolved["arch"], source)
     except CompileError as exc:
+        if inputs.stamps and inputs.changed_in(_headers.scan(source, flags, std=std,
+                                                             session=session)):
+            _discard_pch(exc.argv)      # a PCH kept from a failed compile is checked the same way
         _not_found(exc, backend, flags)
         _known(exc, backend)
         raise
@@ -454,7 +455,7 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     if inputs.stamps:   # the key must describe what the compiler read: re-check the files
         changed = inputs.changed_in(_headers.scan(source, flags, std=std, session=session))
         if changed:
-            _discard_pch(out)
+            _discard_pch(out.argv)
             more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
             note = f"not cached: {', '.join(changed[:3])}{more} changed during the compile"
             return _result(source, resolved, out, backend.name, version, elapsed, False, key,

@@ -229,7 +229,7 @@ def log(c: Content) -> str:
                 lines.append(_span(line, WARN))
             else:
                 lines.append(escape(line))
-        parts.append(f'<pre style="{PRE}">' + "\n".join(lines) + "</pre>")
+        parts.append(f'<pre style="{PRE}; {WRAP}">' + "\n".join(lines) + "</pre>")
     return "".join(parts)
 
 
@@ -296,8 +296,8 @@ def error(exc) -> str:
             items.append(_span(f"  {lineno:>4} | {src[lineno - 1]}", "font-weight: bold"))
     count = f" · {len(errors)} error" + ("s" if len(errors) != 1 else "") if errors else ""
     head = f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.what)}</b>{count}</div>'
-    body = f'<pre style="{PRE}">' + "\n".join(items) + "</pre>" if items else ""
+    body = f'<pre style="{PRE}; {WRAP}">' + "\n".join(items) + "</pre>" if items else ""
     return (f'<div class="cuda-magic">{head}{body}'
             f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{argv_html(exc.argv)}'
-            + section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)"))
+            + section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)", WRAP))
             + "</div>")

@@ -321,7 +321,8 @@ def _version(tool: str) -> str:
 
 
 def line_rows(result, symbol: str, instructions: int | None = None):
-    """``(rows, note)``: the kernel's line table (``(offset, file, line)``) and where it came from:
+    """``(rows, note)``: the kernel's line table (``(offset, file, line)``, library code inlined
+    at a cell line on that line: :func:`..compile.binary.cell_line_table`) and where it came from:
     the running binary's ``-lineinfo``, or an inspection build with ``-lineinfo`` appended whose
     machine code is byte for byte the running one's.  ``rows`` is None when no line can be
     trusted; the note then says to add ``-lineinfo``."""
@@ -343,7 +344,7 @@ def line_rows(result, symbol: str, instructions: int | None = None):
         if instructions is not None and instructions != size:
             return None, (f"no cell lines: the driver's code for this PTX ({instructions} "
                           f"instructions) is not the cubin's ({size}); compile to cubin")
-    rows = _binary.line_table(running).get(symbol)
+    rows = _binary.cell_line_table(running).get(symbol)
     if rows:
         return rows, "cell lines from the binary's line info (-lineinfo)" + caveat
     try:
@@ -355,7 +356,7 @@ def line_rows(result, symbol: str, instructions: int | None = None):
     if elf is None or _binary.kernel_code(elf).get(symbol) != _binary.kernel_code(running).get(symbol):
         return None, (f"no cell lines: the build has no line info, and with -lineinfo added the "
                       f"machine code differs; {add}")
-    rows = _binary.line_table(elf).get(symbol)
+    rows = _binary.cell_line_table(elf).get(symbol)
     if not rows:
         return None, f"no cell lines: {add}"
     return rows, ("cell lines from an inspection build with -lineinfo added, whose machine code "

@@ -208,14 +208,14 @@ def _create(nvrtc, source, argv, headers, name_expressions, target_format, path)
             break
         step = 64 << 20         # the heap was too small: grow it and make the PCH again, once
         nvrtc.nvrtcSetPCHHeapSize((need + step - 1) // step * step)
+    made = pch == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.isfile(tmp)
+    if made:        # the PCH holds the leading directives only: kept even when the body failed,
+        _pch.created(tmp, path)     # so the compile after fixing a typo uses it
+    elif os.path.exists(tmp):
+        os.unlink(tmp)
     if out is None:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise CompileError("nvrtc", log or status.name, create, source, FILENAME)
-    if pch == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.isfile(tmp):
-        _pch.created(tmp, path)
-        return replace(out, pch="created")
-    return out
+    return replace(out, pch="created") if made else out
 
 
 # NVRTC refuses every function without __host__/__device__ ("host functions are not allowed in

@@ -69,7 +69,9 @@ KERNEL = 'extern "C" __global__ void k(float* x) {{ x[threadIdx.x] = {}.0f; }}\n
 
 
 def matrix(line, repeat: int, names=MATRIX) -> None:
-    """One row per header: first compile, compile after an edit (PCH on / off), ratio to bare."""
+    """One row per header: first compile, compile after an edit (PCH on / off), ratio to bare.
+    The bare kernel is timed beside every row (interleaved), and the ratios use the median of
+    all those samples, so a slow moment of a shared machine does not skew one baseline."""
     counter = iter(range(1, 1 << 30))
 
     def edit(head: str):
@@ -77,38 +79,49 @@ def matrix(line, repeat: int, names=MATRIX) -> None:
         assert not m.result.cache_hit
         return m.result
 
-    def after_edits(head: str) -> tuple[float, str]:
+    def after_edits(head: str) -> tuple[list[float], str]:
         times, states = [], set()
         for _ in range(repeat):
             start = time.perf_counter()
             states.add(edit(head).pch)
             times.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(times), "/".join(sorted(s for s in states if s)) or "-"
+        return times, "/".join(sorted(s for s in states if s)) or "-"
 
     edit("")                                                  # NVRTC loaded, caches warm
-    bare, _ = after_edits("")
-    print(f"\n{'cell starts with':24} {'first':>8} {'PCH':>9} {'edit':>8} {'vs bare':>8} "
-          f"{'no PCH':>8} {'vs bare':>8}")
-    print(f"{'nothing':24} {'':8} {'':9} {bare:6.0f}ms {1:7.2f}x")
-    worst = 0.0
+    bare = after_edits("")[0]
+    rows = []
     for name in names:
         head = f"#include <{name}>\n"
         start = time.perf_counter()
         try:
             state = edit(head).pch or "-"
         except cuda_magic.CompileError as exc:     # a header this install lacks (mma.h: crt)
-            print(f"{'<' + name + '>':24} not compiled: {str(exc).splitlines()[0][:60]}")
+            rows.append((name, f"not compiled: {str(exc).splitlines()[0][:60]}"))
             continue
         first = (time.perf_counter() - start) * 1e3
         used, used_state = after_edits(head)
         os.environ["CUDA_MAGIC_PCH"] = "0"
         try:
-            plain, _ = after_edits(head)
+            plain = after_edits(head)[0]
         finally:
             os.environ["CUDA_MAGIC_PCH"] = "1"
-        worst = max(worst, used / bare)
-        print(f"{'<' + name + '>':24} {first:6.0f}ms {state + '/' + used_state:>9} {used:6.0f}ms "
-              f"{used / bare:7.2f}x {plain:6.0f}ms {plain / bare:7.2f}x")
+        bare += after_edits("")[0]
+        rows.append((name, first, f"{state}/{used_state}", statistics.median(used),
+                     statistics.median(plain)))
+    base = statistics.median(bare)
+    print(f"\n{'cell starts with':24} {'first':>8} {'PCH':>13} {'edit':>8} {'vs bare':>8} "
+          f"{'no PCH':>8} {'vs bare':>8}")
+    print(f"{'nothing':24} {'':8} {'':13} {base:6.0f}ms {1:7.2f}x   "
+          f"(median of {len(bare)}, {min(bare):.0f}-{max(bare):.0f} ms)")
+    worst = 0.0
+    for name, *row in rows:
+        if len(row) == 1:
+            print(f"{'<' + name + '>':24} {row[0]}")
+            continue
+        first, state, used, plain = row
+        worst = max(worst, used / base)
+        print(f"{'<' + name + '>':24} {first:6.0f}ms {state:>13} {used:6.0f}ms "
+              f"{used / base:7.2f}x {plain:6.0f}ms {plain / base:7.2f}x")
     print(f"worst edit / bare: {worst:.2f}x   (goal <= 2x)")
 
 

@@ -210,7 +210,7 @@ def test_a_failed_compile_keeps_its_pch_unless_a_header_changed_meanwhile(here, 
     from cuda_magic.compile import pch
     monkeypatch.setenv("CUDA_MAGIC_PCH_DIR", str(here / "pch"))
     (here / "my.cuh").write_text("#define VALUE 1234567\n")
-    head = '#include <cmath>\n#include "my.cuh"\n'
+    head = '#include <utility>\n#include "my.cuh"\n'
     typo = head + 'extern "C" __global__ void k(int* y) { *y = VALUE + typo; }\n'
     fixed = head + 'extern "C" __global__ void k(int* y) { *y = VALUE; }\n'
     with pytest.raises(cuda_magic.CompileError):

@@ -148,6 +148,12 @@ static_assert(__builtin_bit_cast(unsigned, INFINITY) == 0x7f800000u && __builtin
 static_assert(FP_NAN == 0 && FP_INFINITE == 1 && FP_ZERO == 2 && FP_SUBNORMAL == 3 && FP_NORMAL == 4
               && FP_ILOGB0 == INT_MIN && FP_ILOGBNAN == INT_MIN && math_errhandling == 3
               && same<float_t, float> && same<double_t, double> && same<std::float_t, float>, "");
+static_assert(std::fpclassify(7) == FP_NORMAL && std::fpclassify(0) == FP_ZERO
+              && std::isnormal(3) && !std::isnormal(0), "");   // integers (libstdc++'s constexpr)
+static_assert(same<decltype(std::sqrt(2)), double> && same<decltype(std::sqrt(2.0f)), float>
+              && same<decltype(std::exp(1L)), double> && same<decltype(std::floor(3u)), double>
+              && same<decltype(std::isgreater(1.f, 2.f)), bool>
+              && same<decltype(std::fpclassify(1.f)), int>, "");
 
 // <cstdlib>, <cstdio>
 static_assert(same<decltype(clock()), clock_t> && same<std::clock_t, long> && CLOCKS_PER_SEC == 1000000
@@ -473,3 +479,35 @@ def test_nothing_from_glibc_is_needed():
 ])
 def test_missing_hint(include, hint):
     assert missing_hint(include) == hint
+
+
+CLASSIFY = r"""#include <cmath>
+#include <cfloat>
+static_assert(std::fpclassify(1e-40f) == FP_SUBNORMAL && std::fpclassify(0.0) == FP_ZERO
+              && std::fpclassify(-0.0f) == FP_ZERO && std::fpclassify(INFINITY) == FP_INFINITE
+              && std::fpclassify(-HUGE_VAL) == FP_INFINITE && std::fpclassify(NAN) == FP_NAN
+              && std::fpclassify(1.5) == FP_NORMAL && std::fpclassify(FLT_MIN) == FP_NORMAL
+              && std::fpclassify(DBL_TRUE_MIN) == FP_SUBNORMAL && std::fpclassify(FLT_MAX) == FP_NORMAL
+              && std::isnormal(1.0f) && !std::isnormal(1e-40f) && !std::isnormal(INFINITY)
+              && std::isgreater(2, 1.0) && !std::isgreater(NAN, 1.0f) && std::islessequal(1.f, 1.0)
+              && std::isless(-1, 0u) && std::islessgreater(1.f, 2.f)
+              && !std::islessgreater(NAN, 2.f) && std::isgreaterequal(2.0, 2)
+              && std::isunordered(NAN, 1) && !std::isunordered(1.f, 2), "");
+__global__ void k(float* x, int* c) {
+  c[0] = std::fpclassify(x[0]) + 8 * std::isgreater(x[0], x[1]) + 16 * std::isunordered(x[0], 2.0);
+}
+"""
+
+
+def test_fpclassify_and_comparisons_without_libcu():
+    """<cmath> under NVRTC has no libcu++ in it (an edit of a cell that includes it compiles at a
+    bare kernel's speed): fpclassify, isnormal and the quiet comparisons are cuda-magic's, on
+    __builtin_bit_cast; their values pinned here (nvcc's float/double ones are not constexpr, so
+    the shared meaning test pins the integer ones and the types)."""
+    nvrtc(CLASSIFY)
+    text = HEADERS["cmath"]
+    import re
+    assert not re.search(r"#include <cuda/std/", text.split("#if __cplusplus >= 202002L")[0])
+    nvrtc("#include <cmath>\nconstexpr float f = std::lerp(1.f, 3.f, .5f);\n"
+          "static_assert(f == 2.f, \"\");\n__global__ void k() {}\n", std="c++20")
+

@@ -490,14 +490,15 @@ def kernel_code(cubin: bytes) -> dict[str, bytes]:
     The section holds the entry's machine code, the whole-program copies of the
     ``__noinline__`` functions it calls (local ``$kernel$name`` symbols inside
     it) and the trailing ``NOP`` padding; two builds whose kernels compare equal
-    here run the same instructions.
+    here run the same instructions.  The device runtime's own kernels (a device link's,
+    :data:`_DEVRT`) are left out, as from :func:`entries`.
     """
     data = _as_bytes(cubin)
     secs = _elf_sections(data)
     out = {}
     for syms in _all_symbols(data, secs).values():
         for sym in syms:
-            if _is_entry(sym):
+            if _is_entry(sym) and not _DEVRT.search(sym.name):
                 if sym.shndx >= len(secs):
                     raise BinaryFormatError(f"kernel {sym.name} names section {sym.shndx}, "
                                             f"past the {len(secs)} sections of the cubin")

@@ -114,13 +114,18 @@ def _evict(keep: str | None = None) -> None:
 # libcu++ headers that cost no more than a bare kernel to parse; a supplied standard header
 # built on any other libcu++ header (<cmath>, <type_traits>, <algorithm>...) is heavy.
 _LIGHT = re.compile(r"<cuda/std/(?!(?:detail/__config|version|climits|cfloat|cstdint|cstddef|"
-                    r"initializer_list)>)")
+                    r"initializer_list|__cstdlib/div\.h)>)")
+
+
+_CXX20 = re.compile(r"^#if __cplusplus >= 202002L\n.*?^#endif\n", re.M | re.S)
 
 
 @functools.cache
 def _heavy_std() -> frozenset[str]:
+    """Supplied headers built on heavy libcu++ ones (not counting C++20-only parts: the thin
+    <cmath> takes std::lerp from libcu++ under C++20 only)."""
     from .stdheaders import HEADERS
-    return frozenset(name for name, text in HEADERS.items() if _LIGHT.search(text))
+    return frozenset(name for name, text in HEADERS.items() if _LIGHT.search(_CXX20.sub("", text)))
 
 
 def heavy(name: str, headers: Mapping[str, str]) -> bool:

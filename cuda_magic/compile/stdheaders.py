@@ -333,13 +333,98 @@ _M = [("E", "2.718281828459045235360287471352662498"),
       ("SQRT2", "1.414213562373095048801688724209698079"),
       ("SQRT1_2", "0.707106781186547524400844362104849039")]
 
-_SPECS["cmath"] = ("NVRTC's CUDA math functions and libcu++ <cuda/std/cmath>", _LIBCU
-                   + "#include <cuda/std/cmath>\n" + _defines("""
-HUGE_VALF (::cuda::std::numeric_limits<float>::infinity())
-HUGE_VAL (::cuda::std::numeric_limits<double>::infinity())
+# fpclassify & co.: NVRTC has no __builtin_fpclassify/__builtin_isgreater..., so they are written
+# here on __builtin_bit_cast (constexpr), for float, double, integers (as double, as libstdc++)
+# and mixed arguments (promoted as libstdc++'s __promote_2: float only if both are float).
+_CLASSIFY = r"""
+namespace __cuda_magic_math {
+template <class _Tp> struct __int { static constexpr bool value = false; };
+#define _CUDA_MAGIC_INT_(T) template <> struct __int<T> { static constexpr bool value = true; };
+_CUDA_MAGIC_INT_(bool) _CUDA_MAGIC_INT_(char) _CUDA_MAGIC_INT_(signed char)
+_CUDA_MAGIC_INT_(unsigned char) _CUDA_MAGIC_INT_(wchar_t) _CUDA_MAGIC_INT_(char16_t)
+_CUDA_MAGIC_INT_(char32_t) _CUDA_MAGIC_INT_(short) _CUDA_MAGIC_INT_(unsigned short)
+_CUDA_MAGIC_INT_(int) _CUDA_MAGIC_INT_(unsigned) _CUDA_MAGIC_INT_(long)
+_CUDA_MAGIC_INT_(unsigned long) _CUDA_MAGIC_INT_(long long) _CUDA_MAGIC_INT_(unsigned long long)
+#undef _CUDA_MAGIC_INT_
+template <bool, class _Tp = void> struct __if {};
+template <class _Tp> struct __if<true, _Tp> { typedef _Tp type; };
+template <class _Tp> struct __arith { static constexpr bool value = __int<_Tp>::value; };
+template <> struct __arith<float> { static constexpr bool value = true; };
+template <> struct __arith<double> { static constexpr bool value = true; };
+template <class _Ap, class _Bp> struct __promote { typedef double type; };
+template <> struct __promote<float, float> { typedef float type; };
+__host__ __device__ constexpr int __classify(unsigned long long __m, unsigned long long __min,
+                                             unsigned long long __inf) {
+  return __m == 0 ? FP_ZERO : __m < __min ? FP_SUBNORMAL : __m < __inf ? FP_NORMAL
+       : __m == __inf ? FP_INFINITE : FP_NAN;
+}
+}
+__host__ __device__ constexpr int fpclassify(float __x) {
+  return __cuda_magic_math::__classify(__builtin_bit_cast(unsigned, __x) & 0x7fffffffu,
+                                       0x00800000u, 0x7f800000u);
+}
+__host__ __device__ constexpr int fpclassify(double __x) {
+  return __cuda_magic_math::__classify(__builtin_bit_cast(unsigned long long, __x)
+                                       & 0x7fffffffffffffffull, 0x0010000000000000ull,
+                                       0x7ff0000000000000ull);
+}
+template <class _Tp, class = typename __cuda_magic_math::__if<__cuda_magic_math::__int<_Tp>::value>::type>
+__host__ __device__ constexpr int fpclassify(_Tp __x) { return fpclassify(static_cast<double>(__x)); }
+__host__ __device__ constexpr bool isnormal(float __x) { return fpclassify(__x) == FP_NORMAL; }
+__host__ __device__ constexpr bool isnormal(double __x) { return fpclassify(__x) == FP_NORMAL; }
+template <class _Tp, class = typename __cuda_magic_math::__if<__cuda_magic_math::__int<_Tp>::value>::type>
+__host__ __device__ constexpr bool isnormal(_Tp __x) { return __x != 0; }
+#define _CUDA_MAGIC_CMP_(NAME, EXPR)                                                              \
+  template <class _Ap, class _Bp, class = typename __cuda_magic_math::__if<                     \
+      __cuda_magic_math::__arith<_Ap>::value && __cuda_magic_math::__arith<_Bp>::value>::type> \
+  __host__ __device__ constexpr bool NAME(_Ap __a0, _Bp __b0) {                                 \
+    typedef typename __cuda_magic_math::__promote<_Ap, _Bp>::type _Tp;                          \
+    const _Tp __a = static_cast<_Tp>(__a0), __b = static_cast<_Tp>(__b0);                       \
+    return fpclassify(__a) != FP_NAN && fpclassify(__b) != FP_NAN && (EXPR);                   \
+  }
+_CUDA_MAGIC_CMP_(isgreater, __a > __b)
+_CUDA_MAGIC_CMP_(isgreaterequal, __a >= __b)
+_CUDA_MAGIC_CMP_(isless, __a < __b)
+_CUDA_MAGIC_CMP_(islessequal, __a <= __b)
+_CUDA_MAGIC_CMP_(islessgreater, __a < __b || __a > __b)
+#undef _CUDA_MAGIC_CMP_
+template <class _Ap, class _Bp, class = typename __cuda_magic_math::__if<
+    __cuda_magic_math::__arith<_Ap>::value && __cuda_magic_math::__arith<_Bp>::value>::type>
+__host__ __device__ constexpr bool isunordered(_Ap __a0, _Bp __b0) {
+  typedef typename __cuda_magic_math::__promote<_Ap, _Bp>::type _Tp;
+  return fpclassify(static_cast<_Tp>(__a0)) == FP_NAN || fpclassify(static_cast<_Tp>(__b0)) == FP_NAN;
+}
+"""
+
+# std::sqrt(2) & co.: libstdc++'s integer overloads (as double), which NVRTC's builtins lack
+# (sqrt(float) and sqrt(double) make sqrt(2) ambiguous there).
+_INT_AS_DOUBLE = _w("""
+acos acosh asin asinh atan atanh cbrt ceil cos cosh erf erfc exp exp2 expm1 fabs floor lgamma
+log log10 log1p log2 logb nearbyint rint round sin sinh sqrt tan tanh tgamma trunc""")
+_INT_CLASSIFY = [("isnan", "false"), ("isinf", "false"), ("isfinite", "true"),
+                 ("signbit", "__x < 0")]
+_INT_OVERLOADS = ("namespace std {\n#define _CUDA_MAGIC_INT_ONLY_ class _Tp, class = typename "
+                  "::__cuda_magic_math::__if<::__cuda_magic_math::__int<_Tp>::value>::type\n"
+                  + "".join(f"template <_CUDA_MAGIC_INT_ONLY_> __host__ __device__ inline double "
+                            f"{f}(_Tp __x) {{ return ::{f}(static_cast<double>(__x)); }}\n"
+                            for f in _INT_AS_DOUBLE)
+                  + "".join(f"template <_CUDA_MAGIC_INT_ONLY_> __host__ __device__ constexpr bool "
+                            f"{f}(_Tp __x) {{ return {v}; }}\n" for f, v in _INT_CLASSIFY)
+                  + "#undef _CUDA_MAGIC_INT_ONLY_\n}\n")
+
+# Thin: NVRTC's builtins and the definitions above; no libcu++ (which would cost every edit
+# ~0.3 s, or a 37 MiB PCH): C++20's std::lerp alone comes from <cuda/std/cmath>.
+_SPECS["cmath"] = ("NVRTC's CUDA math functions (fpclassify & co. written here)", _defines("""
+HUGE_VALF (__builtin_bit_cast(float, 0x7f800000u))
+HUGE_VAL (__builtin_bit_cast(double, 0x7ff0000000000000ull))
 HUGE_VALL ((long double)HUGE_VAL)
-INFINITY (::cuda::std::numeric_limits<float>::infinity())
-NAN (::cuda::std::numeric_limits<float>::quiet_NaN())
+INFINITY (__builtin_bit_cast(float, 0x7f800000u))
+NAN (__builtin_bit_cast(float, 0x7fc00000u))
+FP_NAN 0
+FP_INFINITE 1
+FP_ZERO 2
+FP_SUBNORMAL 3
+FP_NORMAL 4
 FP_ILOGB0 (-2147483647 - 1)
 FP_ILOGBNAN (-2147483647 - 1)
 MATH_ERRNO 1
@@ -350,18 +435,36 @@ math_errhandling (MATH_ERRNO | MATH_ERREXCEPT)
                    + _defines("\n".join(f"M_{n}f {v}f" for n, v in _M))
                    + _defines("\n".join(f"M_{n}l {v}L" for n, v in _M))
                    + "typedef float float_t;\ntypedef double double_t;\n"
-                   + _using(_MATH_CUDA_STD, _STD, into=None)
+                   + _CLASSIFY
                    + _using(_MATH_GLOBAL + _MATH_CUDA_STD + ["float_t", "double_t"])
-                   + "#if __cplusplus >= 202002L\n" + _using(["lerp"], _STD) + "#endif\n", "")
+                   + _INT_OVERLOADS
+                   + "#if __cplusplus >= 202002L\n#include <cuda/std/cmath>\n"
+                   + _using(["lerp"], _STD) + "#endif\n", "")
 
 # --- <cstdlib>, <cstring>, <cstdio>, <cassert> ----------------------------------
 
-_CSTDLIB_CUDA_STD = _w("div ldiv lldiv div_t ldiv_t lldiv_t calloc aligned_alloc")
-_SPECS["cstdlib"] = ("NVRTC's malloc/free/abs and libcu++ <cuda/std/cstdlib>", _LIBCU
-                     + "#include <cuda/std/cstdlib>\n" + _NULL
+_CSTDLIB_CUDA_STD = _w("div ldiv lldiv div_t ldiv_t lldiv_t")
+# calloc and aligned_alloc as libcu++'s device versions are (malloc + memset with an overflow
+# check; the device runtime's aligned malloc), written here: libcu++'s <cuda/std/cstdlib> (via
+# its malloc.h) costs every compile ~0.2 s or a PCH; its div.h is light.
+_ALLOC = r"""
+extern "C" __device__ void* __cuda_syscall_aligned_malloc(size_t __nbytes, size_t __align);
+__device__ inline void* calloc(size_t __n, size_t __size) noexcept {
+  if (__size != 0 && __n > static_cast<size_t>(-1) / __size) return nullptr;
+  void* __p = malloc(__n * __size);
+  if (__p != nullptr) memset(__p, 0, __n * __size);
+  return __p;
+}
+__device__ inline void* aligned_alloc(size_t __align, size_t __nbytes) noexcept {
+  return __cuda_syscall_aligned_malloc(__nbytes, __align);
+}
+"""
+_SPECS["cstdlib"] = ("NVRTC's malloc/free/abs and libcu++ <cuda/std/__cstdlib/div.h>", _LIBCU
+                     + "#include <cuda/std/__cstdlib/div.h>\n" + _NULL
                      + _defines("EXIT_SUCCESS 0\nEXIT_FAILURE 1\nRAND_MAX 2147483647")
-                     + _using(_CSTDLIB_CUDA_STD, _STD, into=None)
-                     + _using(_w("malloc free abs labs llabs") + _CSTDLIB_CUDA_STD), "")
+                     + _using(_CSTDLIB_CUDA_STD, _STD, into=None) + _ALLOC
+                     + _using(_w("malloc free abs labs llabs calloc aligned_alloc")
+                              + _CSTDLIB_CUDA_STD), "")
 
 _CSTRING_CUDA_STD = _w("memmove memcmp memchr strlen strcpy strncpy strcmp strncmp strchr strrchr")
 _SPECS["cstring"] = ("NVRTC's memcpy/memset and libcu++ <cuda/std/cstring>", _LIBCU

@@ -254,8 +254,8 @@ def toolkit_dirs() -> tuple[str, ...]:
 
 
 def families_note(compiler: str = "nvrtc") -> str:
-    """One line saying where each header family came from (the Log tab), directories shortened
-    to ``~`` / the site directory's name where they are long."""
+    """One line saying where each header family came from (the Log tab), the home directory
+    shown as ``~``."""
     dirs = header_dirs()
     if compiler != "nvrtc":     # nvcc uses its own toolkit but for CUTLASS
         dirs = {f: d for f, d in dirs.items() if f.startswith("cutlass")}
@@ -264,7 +264,9 @@ def families_note(compiler: str = "nvrtc") -> str:
     by_dir: dict[str, list[str]] = {}
     for family, d in dirs.items():
         by_dir.setdefault(d, []).append(family)
-    parts = [f"{', '.join(fams)} from {d}" for d, fams in by_dir.items()]
+    home = os.path.join(os.path.expanduser("~"), "")
+    parts = [f"{', '.join(fams)} from {'~/' + d[len(home):] if d.startswith(home) else d}"
+             for d, fams in by_dir.items()]
     what = "toolkit headers" if compiler == "nvrtc" else "CUTLASS headers"
     return f"{what}: {'; '.join(parts)}"
 

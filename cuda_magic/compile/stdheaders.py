@@ -820,7 +820,7 @@ _UNDEFINED = re.compile(r'identifier "([A-Za-z_]\w*)" is undefined'
 def log_hints(log: str, nvrtc: bool = True) -> list[str]:
     """One line per name the compiler did not know and a standard header declares:
     ``'uint64_t' is declared in <cstdint>: add #include <cstdint>``; under NVRTC, that
-    ``cub::Device*`` needs nvcc; that device-side launches are not supported."""
+    ``cub::Device*`` needs nvcc; what a device-side launch needs (``-rdc=true``)."""
     out = []
     for m in _UNDEFINED.finditer(log):
         name, std, device = m.groups()

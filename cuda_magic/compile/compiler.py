@@ -295,6 +295,11 @@ _KNOWN = (
 
 
 def _known(exc: CompileError, backend) -> None:
+    """Notes for failures with a known cause: :data:`_KNOWN`, the standard header that declares
+    an undefined name (:func:`.stdheaders.log_hints`, both compilers), an older CCCL."""
+    from .stdheaders import log_hints
+    for line in log_hints(exc.log, nvrtc=backend.name == "nvrtc"):
+        exc.note(line)
     for compiler, patterns, note in _KNOWN:
         if backend.name == compiler and all(p in exc.log for p in patterns):
             exc.note(note)

@@ -206,9 +206,6 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
         if returncode != 0:
             exc = CompileError("nvcc", log or f"nvcc exited with status {returncode}",
                                argv, source, FILENAME)
-            from ..stdheaders import log_hints
-            for line in log_hints(log, nvrtc=False):    # what to #include
-                exc.note(line)
             raise _appended_note(exc, cell, names)
         with open(out, "rb") as f:
             binary = f.read()

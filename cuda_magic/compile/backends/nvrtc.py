@@ -280,8 +280,7 @@ def compile_retrying(source: str, *, flags: Sequence[str],
                      headers: Mapping[str, str] = MappingProxyType({}), **kw) -> Output:
     """:func:`compile` with what :func:`supply` adds; when NVRTC refused unannotated (host)
     functions and the flags lack ``-default-device``, once more with it appended (the log
-    starts with :data:`RETRIED`).  A failure says which header declares an undefined name."""
-    from ..stdheaders import log_hints
+    starts with :data:`RETRIED`)."""
     flags, headers, notes = supply(source, flags, headers)
     try:
         try:
@@ -292,7 +291,7 @@ def compile_retrying(source: str, *, flags: Sequence[str],
             notes.append(RETRIED)
             out = compile(source, flags=(*flags, DEFAULT_DEVICE), headers=headers, **kw)
     except CompileError as exc:
-        for line in [*log_hints(exc.log), *notes]:
+        for line in notes:
             exc.note(line)
         raise
     return replace(out, log="\n".join([*notes, out.log]).rstrip("\n")) if notes else out

@@ -267,8 +267,9 @@ def test_json_inputs(shell, presets_restored, text):
     ("arch: !!python/object:os.system x", "could not determine a constructor"),
     ("arch: sm_90\x07", "the character '\\\\x07'"),
     ("? [a, b]\n//| : c", "unhashable|not valid YAML"),
+    ("%YAML 1." + "9" * 5000 + "\n//| ---\n//| arch: sm_90", "a version number of 5000 digits"),
 ], ids=["unbalanced-quote", "deep-flow", "deep-map", "wide-flow", "deep-block", "bool", "float",
-        "timestamp", "hex", "int", "sexagesimal", "python-tag", "bell", "list-key"])
+        "timestamp", "hex", "int", "sexagesimal", "python-tag", "bell", "list-key", "directive"])
 def test_yaml_headers(header, match):
     cell = f"//| {header}\n{KERNEL}"
     start = time.perf_counter()

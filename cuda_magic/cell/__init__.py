@@ -66,6 +66,17 @@ class _HeaderLoader(yaml.SafeLoader):
                                             f"deep", self.get_mark())
         super().fetch_flow_collection_start(TokenClass)
 
+    def scan_yaml_directive_number(self, start_mark):
+        # '%YAML 1.<5000 digits>': the scanner converts the version with int(), which refuses
+        # strings over Python's 4300 digits with a ValueError
+        length = 0
+        while "0" <= self.peek(length) <= "9":
+            length += 1
+        if length > self.MAX_NUMBER:
+            raise yaml.scanner.ScannerError("while scanning a directive", start_mark,
+                                            f"a version number of {length} digits", self.get_mark())
+        return super().scan_yaml_directive_number(start_mark)
+
     def compose_node(self, parent, index):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:

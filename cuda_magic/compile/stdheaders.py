@@ -13,7 +13,11 @@ The headers are built on two things NVRTC already has:
   functions in the global namespace (``sqrtf``, ``sqrt(float)``, ``isnan``...),
   ``size_t``/``ptrdiff_t``/``NULL``, placement new, ``std::initializer_list``,
   ``std::move``/``std::forward`` and ``std::align_val_t``;
-- libcu++ (``<cuda/std/...>`` from the CCCL headers) for the rest.
+- libcu++ (``<cuda/std/...>`` from the CCCL headers) for the rest, except for
+  :data:`THIN` (``<utility>``, ``<tuple>``, ``<array>``, ``<functional>``,
+  ``<algorithm>``): cuda-magic's own code in ``thin/`` on libcu++'s
+  ``<cuda/std/type_traits>`` alone, since libcu++'s own headers for them cost every
+  compile 2-3 times a bare kernel's, even from a precompiled header.
 
 Meaning is that of nvcc with g++ on x86-64 Linux (glibc, ``_GNU_SOURCE``); the
 tests compile the same source with both compilers to pin it:
@@ -29,12 +33,14 @@ tests compile the same source with both compilers to pin it:
 - Limit macros have glibc's values *and* types (``LONG_MAX`` is a ``long``).
 - ``std::`` names are per-name using-declarations, never ``using namespace``:
   C library names come from the global functions (``std::sqrt`` *is*
-  ``::sqrt``, as in libstdc++), the rest from ``cuda::std`` (``std::min`` is
-  ``cuda::std::min``).  So ``using namespace std; sqrt(x)`` is not ambiguous.
-  ``std::tuple_size``/``std::tuple_element`` (libcu++'s own ``std`` templates)
-  and ``std::numeric_limits`` (derived from ``cuda::std``'s) are real ``std``
-  templates, so code can specialise them; the other ``std`` templates are
-  ``cuda::std``'s and cannot be specialised as ``std::`` ones.
+  ``::sqrt``, as in libstdc++), the rest from ``cuda::std`` (``std::is_same`` is
+  ``cuda::std::is_same``) or the thin headers (``std::pair``, ``std::tuple``,
+  ``std::array``, ``std::min``, ``std::hash`` are ``std``'s own, as under nvcc).
+  So ``using namespace std; sqrt(x)`` is not ambiguous.
+  ``std::tuple_size``/``std::tuple_element`` (libcu++'s own ``std`` templates),
+  ``std::numeric_limits`` (derived from ``cuda::std``'s) and the thin headers'
+  templates are real ``std`` templates, so code can specialise them; the other
+  ``std`` templates are ``cuda::std``'s and cannot be specialised as ``std::`` ones.
 - ``assert`` calls ``__assertfail`` like nvcc's device assert (expression,
   file, line, function) and follows ``NDEBUG`` at each inclusion, which is why
   the ``assert`` macro sits after ``<cassert>``'s include guard.
@@ -57,6 +63,7 @@ names in the global namespace and in ``std``.
 
 from __future__ import annotations
 
+import os
 import re
 from types import MappingProxyType
 from typing import Iterable, Mapping
@@ -80,9 +87,8 @@ def _guarded(guard: str, body: str) -> str:
 
 # Names libcu++ gained after CCCL 3.0 (CUDA 13.0's): declared only where the CCCL has them, so
 # the supplied headers work with every CCCL a CUDA 13 toolkit ships (3.0 ... 3.5).
-SINCE = {**dict.fromkeys(("strlen strcpy strncpy strcmp strncmp strchr strrchr unwrap_reference "
-                           "unwrap_ref_decay").split(), "CCCL_VERSION >= 3001000"),
-          **{n: f"__has_include(<cuda/std/__algorithm/{n}.h>)" for n in ("sample", "shuffle")}}
+SINCE = dict.fromkeys("strlen strcpy strncpy strcmp strncmp strchr strrchr".split(),
+                      "CCCL_VERSION >= 3001000")
 
 
 def _using(names: Iterable[str], src: str = "::", into: str | None = "std") -> str:
@@ -530,18 +536,9 @@ invoke_result type_identity
 _TT_V = [n for n in _TT if n.startswith(("is_", "has_", "reference_")) and n != "is_constant_evaluated"]
 _TT_V += _w("alignment_of rank extent conjunction disjunction negation")
 
-# libcu++ declares std::tuple_size and std::tuple_element itself (its own templates
-# in std, specialised for its types, for structured bindings); the _v/_t go with them.
-_TUPLE_PROTOCOL = _guarded("_CUDA_MAGIC_TUPLE_PROTOCOL_", """
-namespace std {
-template <class _Tp> inline constexpr ::size_t tuple_size_v = tuple_size<_Tp>::value;
-template <::size_t _Ip, class _Tp> using tuple_element_t = typename tuple_element<_Ip, _Tp>::type;
-}
-""")
-
-# name -> (std names taken from cuda::std, extra text).  std::move and std::forward
-# are NVRTC builtins (libcu++ uses them too), so <algorithm>'s 3-argument std::move
-# is an overload beside the builtin; libcu++ has no sort/stable_sort/nth_element.
+# name -> (std names taken from cuda::std, extra text); for the THIN headers below, the names
+# their own code declares (the tests check each one).  No sort/stable_sort/nth_element (libcu++
+# has none either).
 _CXX: dict[str, tuple[list[str], str]] = {
     "type_traits": (_TT + [n + "_t" for n in _TT_T] + [n + "_v" for n in _TT_V],
                     # result_of is gone from C++20 (libcu++ follows)
@@ -553,7 +550,7 @@ _CXX: dict[str, tuple[list[str], str]] = {
         in_place_t in_place_type in_place_type_t in_place_index in_place_index_t
         piecewise_construct piecewise_construct_t get cmp_equal cmp_not_equal cmp_less
         cmp_greater cmp_less_equal cmp_greater_equal in_range to_underlying unreachable
-        forward_like"""), _TUPLE_PROTOCOL),
+        forward_like tuple_size_v tuple_element_t"""), ""),
     # std::numeric_limits is a template of std's own, so that code can specialise it
     "limits": (_w("""
         float_round_style float_denorm_style round_indeterminate round_toward_zero
@@ -572,14 +569,11 @@ _CXX: dict[str, tuple[list[str], str]] = {
         replace_copy_if replace_if reverse reverse_copy rotate rotate_copy sample search
         search_n set_difference set_intersection set_symmetric_difference set_union
         shift_left shift_right shuffle sort_heap swap swap_ranges transform unique
-        unique_copy upper_bound"""),
-                  "namespace std {\ntemplate <class _In, class _Out>\n"
-                  "__host__ __device__ constexpr _Out move(_In __first, _In __last, _Out __out) {\n"
-                  "  return ::cuda::std::move(__first, __last, __out);\n}\n}\n"),
-    "array": (_w("array get to_array swap"), _TUPLE_PROTOCOL),
+        unique_copy upper_bound"""), ""),
+    "array": (_w("array get to_array swap"), ""),
     "tuple": (_w("""
         tuple make_tuple tie forward_as_tuple tuple_cat get ignore apply make_from_tuple
-        swap"""), _TUPLE_PROTOCOL),
+        swap"""), ""),
     "functional": (_w("""
         plus minus multiplies divides modulus negate equal_to not_equal_to greater less
         greater_equal less_equal logical_and logical_or logical_not bit_and bit_or bit_xor
@@ -615,20 +609,34 @@ _ALSO = {"utility": ["type_traits"], "tuple": ["type_traits", "utility"],
          "functional": ["type_traits", "utility", "tuple", "array"]}
 
 
-def _cuda_std_include(name: str) -> str:
-    """``#include <cuda/std/NAME>``; CCCL 3.0 and 3.1 have no <cuda/std/algorithm>, only its
-    parts (``cuda/std/__algorithm/*.h``), which are included instead."""
-    if name != "algorithm":
-        return f"#include <cuda/std/{name}>\n"
-    parts = "".join(f"#if __has_include(<cuda/std/__algorithm/{n}.h>)\n"
-                    f"#include <cuda/std/__algorithm/{n}.h>\n#endif\n" for n in _CXX[name][0])
-    return f"#if __has_include(<cuda/std/algorithm>)\n#include <cuda/std/algorithm>\n#else\n{parts}#endif\n"
+# Thin C++ headers: cuda-magic's own code (cuda_magic/compile/thin/NAME.h) on libcu++'s
+# <cuda/std/type_traits> and what that brings anyway (declval, move, swap, integer_sequence,
+# invoke, reference_wrapper, tuple_size/tuple_element).  libcu++'s own <cuda/std/utility>,
+# <tuple>, <array>, <functional> and <algorithm> each cost a bare kernel's compile 2-3 times
+# over even from a PCH (loading one costs ~1 ms per MiB, and theirs are 48-76 MiB; type_traits'
+# is 25); these add a few hundred lines to type_traits' PCH.  std::pair, std::tuple and
+# std::array are then std's own types, as under nvcc (not cuda::std's).
+THIN = ("utility", "tuple", "array", "functional", "algorithm")
+_THIN_DIR = os.path.join(os.path.dirname(__file__), "thin")
+
+
+def _thin(name: str) -> str:
+    """The body of thin header ``name``, in its own guard (a header may embed several)."""
+    with open(os.path.join(_THIN_DIR, name + ".h"), encoding="utf-8") as f:
+        return _guarded(f"_CUDA_MAGIC_THIN_{name.upper()}_", f.read())
 
 
 for _name in _CXX:
     _parts = [_name, *_ALSO.get(_name, [])]
+    if _name in THIN:
+        _parts = ["type_traits", *(p for p in THIN if p in _parts)]
+        _SPECS[_name] = (f"libcu++ <cuda/std/type_traits> and cuda-magic's own <{_name}> "
+                         f"(cuda_magic/compile/thin/)", _LIBCU + "#include <cuda/std/type_traits>\n"
+                         + _using(_CXX["type_traits"][0], _STD) + _CXX["type_traits"][1]
+                         + "".join(_thin(p) for p in _parts[1:]), "")
+        continue
     _SPECS[_name] = (f"libcu++ <cuda/std/{_name}>", _LIBCU
-                     + "".join(_cuda_std_include(p) for p in _parts)
+                     + "".join(f"#include <cuda/std/{p}>\n" for p in _parts)
                      + "".join(_using(_CXX[p][0], _STD) + _CXX[p][1] for p in _parts), "")
 
 _SPECS["initializer_list"] = ("NVRTC's builtin std::initializer_list",
@@ -775,14 +783,15 @@ def implicit(texts: Iterable[str]) -> str | None:
 # cuda-magic's <cuda/std/cstdint> -- what its nvcc branch does (line numbers kept).
 
 TOOLKIT_INT_TYPEDEFS = ("cuda_pipeline_helpers.h", "cuda_awbarrier_helpers.h")
-_TK_TYPEDEF = re.compile(r"^[ \t]*typedef[ \t]+(?:unsigned[ \t]+(?:short|int|long[ \t]+long)|uint64_t)"
-                         r"[ \t]+(?:uint16_t|uint32_t|uint64_t|uintptr_t)[ \t]*;[ \t]*$", re.M)
+# (patterns as strings: re compiles them at first use, on these rare paths, not at import)
+_TK_TYPEDEF = (r"^[ \t]*typedef[ \t]+(?:unsigned[ \t]+(?:short|int|long[ \t]+long)|uint64_t)"
+               r"[ \t]+(?:uint16_t|uint32_t|uint64_t|uintptr_t)[ \t]*;[ \t]*$")
 
 
 def with_glibc_int_types(name: str, text: str) -> str | None:
     """Toolkit header ``name`` (its ``text``) with its NVRTC int typedefs replaced by
     ``#include <cuda/std/cstdint>`` (cuda-magic's), or None when it has none to replace."""
-    found = list(_TK_TYPEDEF.finditer(text))
+    found = list(re.finditer(_TK_TYPEDEF, text, re.M))
     if not found:
         return None
     out, last = [], 0
@@ -812,9 +821,9 @@ _NEEDS_STD = {**{n: "type_traits" for n in _CXX["type_traits"][0]},
                                 "iterator", "numeric", "bit", "span")
                  for n in _CXX[h][0] if n not in ("swap", "get")},
               "numeric_limits": "limits", "swap": "utility", "get": "utility"}
-_UNDEFINED = re.compile(r'identifier "([A-Za-z_]\w*)" is undefined'
-                        r'|namespace "std" has no member "([A-Za-z_]\w*)"'
-                        r'|\bcub::(Device[A-Z]\w*)')
+_UNDEFINED = (r'identifier "([A-Za-z_]\w*)" is undefined'
+              r'|namespace "std" has no member "([A-Za-z_]\w*)"'
+              r'|\bcub::(Device[A-Z]\w*)')
 
 
 def log_hints(log: str, nvrtc: bool = True) -> list[str]:
@@ -822,7 +831,7 @@ def log_hints(log: str, nvrtc: bool = True) -> list[str]:
     ``'uint64_t' is declared in <cstdint>: add #include <cstdint>``; under NVRTC, that
     ``cub::Device*`` needs nvcc; what a device-side launch needs (``-rdc=true``)."""
     out = []
-    for m in _UNDEFINED.finditer(log):
+    for m in re.finditer(_UNDEFINED, log):
         name, std, device = m.groups()
         if device and not nvrtc:
             continue
@@ -834,15 +843,15 @@ def log_hints(log: str, nvrtc: bool = True) -> list[str]:
                     "under NVRTC: compile the cell with --compiler nvcc")
         if line and line not in out:
             out.append(line)
-    if _DEVICE_LAUNCH.search(log):
+    if re.search(_DEVICE_LAUNCH, log):
         out.append(DEVICE_LAUNCH)
     return out[:6]
 
 
 # Dynamic parallelism: both compilers stop unless -rdc=true; with it, cuda-magic links the
 # device runtime (compile/link.py).
-_DEVICE_LAUNCH = re.compile(r"device-side kernel launch could not be processed|kernel launch from "
-                            r"__device__ or __global__ functions requires separate compilation")
+_DEVICE_LAUNCH = (r"device-side kernel launch could not be processed|kernel launch from "
+                  r"__device__ or __global__ functions requires separate compilation")
 DEVICE_LAUNCH = ("a device-side launch (dynamic parallelism, kernel<<<...>>> in device code) needs "
                  "relocatable device code: add -rdc=true to the compiler's flags (e.g. %%cuda "
                  "--nvrtc+ \"-rdc=true\"); cuda-magic then links the CUDA device runtime "

@@ -396,3 +396,24 @@ def test_params_match_the_driver():
                 check(cu.cuModuleUnload(mod))
     finally:
         cu.cuDevicePrimaryCtxRelease(dev)
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_cubs_empty_kernel_is_never_an_entry(compiler):
+    """CCCL 3.0's <cub/cub.cuh> instantiates cub::detail::EmptyKernel<void> (in CUB's versioned
+    inline namespace) under nvcc; it is not the cell's kernel: not an entry, not bound.  A kernel
+    of the same name elsewhere still is."""
+    src = r"""
+namespace cub { inline namespace CUB_300001_SM_900 { namespace detail {
+template <class T> __global__ void EmptyKernel() {}
+template __global__ void EmptyKernel<void>();
+} } }
+namespace mine { template <class T> __global__ void EmptyKernel() {}
+template __global__ void EmptyKernel<void>(); }
+extern "C" __global__ void k(float* x) { x[0] = 1.f; }
+"""
+    out = get_backend(compiler).compile(src, arch="sm_90", target_format="cubin", flags=["-std=c++17"],
+                                        ptxas=[])
+    symbols = {e.symbol for e in entries(out.binary, "cubin")}
+    assert symbols == {"k", "_ZN4mine11EmptyKernelIvEEvv"}
+    assert set(B.kernel_code(out.binary)) == symbols

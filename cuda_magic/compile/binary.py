@@ -141,9 +141,12 @@ def entries(binary: bytes | str, fmt: str, *, arch: str | None = None) -> tuple[
     return tuple(sorted(out, key=lambda e: (e.name, e.symbol)))
 
 
-# The device runtime's own kernels (libcudadevrt's file-static memcpy/memset helpers), which a
-# device link of relocatable code adds (compile/link.py): never the cell's, never bound.
-_DEVRT = re.compile(r"^__nv_static_\w*_cuda_device_runtime_cu_")
+# Kernels that are never the cell's, never bound: the device runtime's own (libcudadevrt's
+# file-static memcpy/memset helpers), which a device link of relocatable code adds
+# (compile/link.py), and CUB's empty kernel cub::detail::EmptyKernel<void> (CUB takes its
+# attributes to learn the PTX version; CCCL 3.0's <cub/cub.cuh> instantiates it under nvcc),
+# in whatever versioned inline namespace (_ZN3cub17CUB_300001_SM_9006detail11EmptyKernelIvEEvv).
+_DEVRT = re.compile(r"^__nv_static_\w*_cuda_device_runtime_cu_|^_ZN3cub(?:\d+\w*?)??6detail11EmptyKernelI")
 
 
 def _as_bytes(binary) -> bytes:
@@ -488,8 +491,8 @@ def kernel_code(cubin: bytes) -> dict[str, bytes]:
     The section holds the entry's machine code, the whole-program copies of the
     ``__noinline__`` functions it calls (local ``$kernel$name`` symbols inside
     it) and the trailing ``NOP`` padding; two builds whose kernels compare equal
-    here run the same instructions.  The device runtime's own kernels (a device link's,
-    :data:`_DEVRT`) are left out, as from :func:`entries`.
+    here run the same instructions.  The device runtime's own kernels (a device link's) and
+    CUB's empty kernel (:data:`_DEVRT`) are left out, as from :func:`entries`.
     """
     data = _as_bytes(cubin)
     secs = _elf_sections(data)

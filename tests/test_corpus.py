@@ -111,8 +111,8 @@ def test_nvcc_emits_exactly_the_expected_entries(case):
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-3000:]}"
         # less the kernels that are never the cell's (CUB's empty kernel, with CUDA 13.0's CCCL)
-        from cuda_magic.compile.binary import _DEVRT
-        assert {s for s in _entry_symbols(cubin) if not _DEVRT.search(s)} == set(case.symbols.values())
+        from cuda_magic.compile.binary import NOT_THE_CELLS
+        assert {s for s in _entry_symbols(cubin) if not NOT_THE_CELLS.search(s)} == set(case.symbols.values())
 
 
 def test_every_file_is_a_case():

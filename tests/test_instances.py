@@ -9,7 +9,10 @@ import cuda_magic
 from conftest import ARCH
 from cuda_magic import CompileError, build, line_config
 from cuda_magic.compile import headers
-from cuda_magic.compile.instances import InstanceError, MARK, appended, find, tidy
+from cuda_magic.compile.backends import get_backend
+from cuda_magic.compile.binary import demangle
+from cuda_magic.compile.instances import (InstanceError, MARK, appended, find, first_appended_line,
+                                        instance_of_line, probed, tidy)
 from cuda_magic.display.content import content
 
 BOTH = pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
@@ -79,6 +82,11 @@ def test_nvcc_compiles_the_cell_unchanged_then_the_instances():
     lines = text.split("\n")
     assert lines[:3] == ["a", "b", MARK] and lines[3].endswith("= &k<1>;")
     assert lines[4].endswith("= &ns::k<2>;")
+    assert lines[6:8] == ["template __global__ void __cuda_magic_probe<0, decltype(&k<1>), &k<1>>();",
+                          "template __global__ void __cuda_magic_probe<1, decltype(&ns::k<2>), &ns::k<2>>();"]
+    first = first_appended_line("a\nb")
+    assert [instance_of_line(n, first, 2) for n in range(first - 1, first + 6)] == \
+        [None, 0, 1, None, 0, 1, None]
 
 
 @BOTH
@@ -88,14 +96,37 @@ def test_an_error_names_the_instance(compiler, fresh_cache):
         build(CELL, line_config(arch=ARCH, compiler=compiler), instantiate=["reduce7<int>"])
 
 
-def test_nvcc_says_when_the_text_cannot_tell_instances_apart(fresh_cache):
-    src = "enum Algo { RAKING, WARP };\ntemplate <Algo A> __global__ void g(int* x) { x[0] = A; }\n"
-    with pytest.raises(InstanceError, match=r"--instantiate 'g<RAKING>': nvcc built it, but 2 "
-                                            r"entries of the binary fit"):
-        build(src, line_config(arch=ARCH, compiler="nvcc"), instantiate=["g<RAKING>", "g<WARP>"])
-    m = build(src, line_config(arch=ARCH), instantiate=["g<RAKING>", "g<WARP>"])   # NVRTC: exact
-    assert set(m.bindings) == {"g_RAKING", "g_WARP"}
-    assert m.g_WARP.symbol == "_Z1gIL4Algo1EEvPi"
+@BOTH
+@pytest.mark.parametrize("fmt", ["fatbin", "cubin", "ptx"])
+def test_instances_that_differ_by_enumerator_or_typedef_are_told_apart(compiler, fmt, fresh_cache):
+    """The text alone cannot say which entry 'g<WARP>' is (the demangled names read
+    '(Algo)0' and '(Algo)1'): NVRTC's lowered names and nvcc's probes say it exactly."""
+    # int* twice: the second is a substitution ('S_'), numbered differently inside a probe
+    src = ("enum Algo { RAKING, WARP };\nusing real = double;\ntemplate <Algo A, class T> "
+           "__global__ void g(T* x, int* n, int* m) { x[0] = A + *n + *m; }\n")
+    if fmt not in get_backend(compiler).formats:
+        pytest.skip(f"{compiler} makes no {fmt}")
+    names = ["g<WARP, real>", "g<RAKING, float>", "g<RAKING, real>"]
+    m = build(src, line_config(arch=ARCH, compiler=compiler, target_format=fmt), instantiate=names)
+    assert set(m.bindings) == {"g_WARP_real", "g_RAKING_float", "g_RAKING_real"}
+    said = demangle(k.symbol for k in m)
+    assert said[m.g_WARP_real.symbol] == "void g<(Algo)1, double>(double*, int*, int*)"
+    assert said[m.g_RAKING_real.symbol] == "void g<(Algo)0, double>(double*, int*, int*)"
+    assert said[m.g_RAKING_float.symbol] == "void g<(Algo)0, float>(float*, int*, int*)"
+    assert not any("__cuda_magic_probe" in k.symbol for k in m)    # probes are never bound,
+    assert not any("__cuda_magic_probe" in n for r in m.results for n in r.functions)  # nor shown
+
+
+def test_probes_name_the_entry_whatever_the_text():
+    from cuda_magic.compile.binary import Entry
+    cells = [Entry("_Z1gIL4Algo0EEvPi", "g<(Algo)0>", "void g<(Algo)0>(int*)", ("int*",), None),
+             Entry("_Z1gIL4Algo1EEvPi", "g<(Algo)1>", "void g<(Algo)1>(int*)", ("int*",), None)]
+    # nvcc's own: 'Pi' is 'S0_' inside the probe (one substitution table for the whole name)
+    probes = ["_Z18__cuda_magic_probeILi0EPFvPiEXadL_Z1gIL4Algo1EEvS0_EEEvv",
+              "_Z18__cuda_magic_probeILi1EPFvPiEXadL_Z1gIL4Algo0EEvS0_EEEvv", "_Z1gIL4Algo0EEvPi"]
+    assert probed(["g<WARP>", "g<RAKING>"], probes, cells) == {"g<WARP>": "_Z1gIL4Algo1EEvPi",
+                                                            "g<RAKING>": "_Z1gIL4Algo0EEvPi"}
+    assert probed(["g<WARP>"], probes, cells) == {"g<WARP>": "_Z1gIL4Algo1EEvPi"}  # 1 is out of range
 
 
 # -- the parser is no judge: templates it does not see ---------------------------------------

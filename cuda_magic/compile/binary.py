@@ -83,8 +83,8 @@ from typing import Iterable, NamedTuple
 from ..config import Error
 from .backends import ToolNotFoundError
 
-__all__ = ["Entry", "Image", "BinaryFormatError", "entries", "demangle", "split_signature",
-           "c_type", "fatbin_images", "kernel_code", "line_table", "line_of", "inline_table",
+__all__ = ["Entry", "Image", "BinaryFormatError", "entries", "entry_symbols", "NOT_THE_CELLS",
+           "demangle", "split_signature", "c_type", "fatbin_images", "kernel_code", "line_table", "line_of", "inline_table",
            "cell_line_table", "chain_of", "cubin_for"]
 
 FORMATS = ("cubin", "ptx", "fatbin")
@@ -120,15 +120,7 @@ def entries(binary: bytes | str, fmt: str, *, arch: str | None = None) -> tuple[
     without it (or if none matches) the entries of all images are merged,
     the highest arch's winning where they differ.
     """
-    if fmt == "cubin":
-        raw = _elf_entries(_as_bytes(binary))
-    elif fmt == "ptx":
-        raw = _ptx_entries(binary.decode("utf-8", "replace") if isinstance(binary, bytes) else binary)
-    elif fmt == "fatbin":
-        raw = _fatbin_entries(_as_bytes(binary), arch)
-    else:
-        raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
-    raw = [(sym, params) for sym, params in raw if not _DEVRT.search(sym)]
+    raw = [(sym, params) for sym, params in _raw(binary, fmt, arch) if not NOT_THE_CELLS.search(sym)]
     names = demangle(sym for sym, _ in raw)
     out = []
     for sym, params in raw:
@@ -141,12 +133,35 @@ def entries(binary: bytes | str, fmt: str, *, arch: str | None = None) -> tuple[
     return tuple(sorted(out, key=lambda e: (e.name, e.symbol)))
 
 
+def entry_symbols(binary: bytes | str, fmt: str, *, arch: str | None = None) -> list[str]:
+    """Every kernel entry's symbol, those of :data:`NOT_THE_CELLS` too (unsorted)."""
+    return [sym for sym, _ in _raw(binary, fmt, arch)]
+
+
+def _raw(binary, fmt: str, arch: str | None):
+    return _raw_entries(binary if isinstance(binary, (bytes, str)) else bytes(binary), fmt, arch)
+
+
+@functools.lru_cache(maxsize=4)   # entries() and entry_symbols() of one binary read it once
+def _raw_entries(binary, fmt: str, arch: str | None) -> tuple[tuple[str, tuple | None], ...]:
+    if fmt == "cubin":
+        return tuple(_elf_entries(_as_bytes(binary)))
+    if fmt == "ptx":
+        return tuple(_ptx_entries(binary.decode("utf-8", "replace") if isinstance(binary, bytes)
+                                  else binary))
+    if fmt == "fatbin":
+        return tuple(_fatbin_entries(_as_bytes(binary), arch))
+    raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
+
+
 # Kernels that are never the cell's, never bound: the device runtime's own (libcudadevrt's
 # file-static memcpy/memset helpers), which a device link of relocatable code adds
-# (compile/link.py), and CUB's empty kernel cub::detail::EmptyKernel<void> (CUB takes its
+# (compile/link.py); CUB's empty kernel cub::detail::EmptyKernel<void> (CUB takes its
 # attributes to learn the PTX version; CCCL 3.0's <cub/cub.cuh> instantiates it under nvcc),
-# in whatever versioned inline namespace (_ZN3cub17CUB_300001_SM_9006detail11EmptyKernelIvEEvv).
-_DEVRT = re.compile(r"^__nv_static_\w*_cuda_device_runtime_cu_|^_ZN3cub(?:\d+\w*?)??6detail11EmptyKernelI")
+# in whatever versioned inline namespace (_ZN3cub17CUB_300001_SM_9006detail11EmptyKernelIvEEvv);
+# and cuda-magic's own --instantiate probes under nvcc (compile/instances.py).
+NOT_THE_CELLS = re.compile(r"^__nv_static_\w*_cuda_device_runtime_cu_"
+                           r"|^_ZN3cub(?:\d+\w*?)??6detail11EmptyKernelI|^_Z18__cuda_magic_probeI")
 
 
 def _as_bytes(binary) -> bytes:
@@ -491,15 +506,15 @@ def kernel_code(cubin: bytes) -> dict[str, bytes]:
     The section holds the entry's machine code, the whole-program copies of the
     ``__noinline__`` functions it calls (local ``$kernel$name`` symbols inside
     it) and the trailing ``NOP`` padding; two builds whose kernels compare equal
-    here run the same instructions.  The device runtime's own kernels (a device link's) and
-    CUB's empty kernel (:data:`_DEVRT`) are left out, as from :func:`entries`.
+    here run the same instructions.  The kernels of :data:`NOT_THE_CELLS` are left out, as
+    from :func:`entries`.
     """
     data = _as_bytes(cubin)
     secs = _elf_sections(data)
     out = {}
     for syms in _all_symbols(data, secs).values():
         for sym in syms:
-            if _is_entry(sym) and not _DEVRT.search(sym.name):
+            if _is_entry(sym) and not NOT_THE_CELLS.search(sym.name):
                 if sym.shndx >= len(secs):
                     raise BinaryFormatError(f"kernel {sym.name} names section {sym.shndx}, "
                                             f"past the {len(secs)} sections of the cubin")

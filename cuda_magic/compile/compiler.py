@@ -269,7 +269,8 @@ def _changed(base: str, inputs: _headers.Inputs) -> str:
 
 def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, names, inputs,
             note=""):
-    functions = parse_ptxas(out.log)
+    from .binary import NOT_THE_CELLS      # never the cell's kernels: not its resources either
+    functions = {n: r for n, r in parse_ptxas(out.log).items() if not NOT_THE_CELLS.search(n)}
     return CompilationResult(
         source=source, binary=out.binary, format=out.format, config=resolved, argv=out.argv,
         compiler=backend, compiler_version=version, log=out.log,

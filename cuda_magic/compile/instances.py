@@ -12,9 +12,15 @@ instantiation), and what the binary calls them.
   the cell unchanged, then one address-taking line per instance, which makes the compiler
   instantiate the kernel for the device (``static auto* __cuda_magic_instance_0 = &k<float>;``;
   unlike an explicit instantiation it needs no parameter types and works for templates in
-  an unnamed namespace).  The cell's line numbers are unchanged.
-- :func:`find`: the binary entry each instance is, by matching the user's text against the
-  demangled entries (NVRTC says it exactly with its lowered names; nvcc does not).
+  an unnamed namespace), then a *probe* per instance: an empty kernel whose template
+  arguments are the instance's number and its address
+  (``template __global__ void __cuda_magic_probe<0, decltype(&k<float>), &k<float>>();``), so
+  its mangled name holds the instance's mangled name -- the compiler's own answer to which
+  entry the text is, whatever enumerators or typedefs it spells.  Probes are never bound
+  (:data:`~cuda_magic.compile.binary.NOT_THE_CELLS`).  The cell's line numbers are unchanged.
+- :func:`probed`: the entry each instance is, read from the probes (nvcc);
+  :func:`find`: by matching the user's text against the demangled entries (tune points,
+  explicit instantiations in the source; NVRTC says it exactly with its lowered names).
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ from typing import Iterable, Mapping, Sequence
 
 from ..errors import Error
 
-__all__ = ["tidy", "split", "appended", "appended_lines", "first_appended_line", "find", "candidates",
-           "lowered", "InstanceError", "MARK"]
+__all__ = ["tidy", "split", "appended", "appended_lines", "first_appended_line", "instance_of_line",
+           "find", "probed", "candidates", "lowered", "InstanceError", "MARK", "PROBE"]
 
 MARK = "// cuda-magic: --instantiate under nvcc (lines appended after the cell)"
 
@@ -160,12 +166,52 @@ def candidates(name: str, entries: Iterable) -> list[str]:
             and _score(want, split(tidy(e.name))) is not None]
 
 
+PROBE = "__cuda_magic_probe"
+
+
 def appended_lines(names: Sequence[str]) -> list[str]:
-    """The lines nvcc compiles after the cell for ``names`` (see the module docstring)."""
+    """The lines nvcc compiles after the cell for ``names`` (see the module docstring): the
+    address-taking line of instance ``i`` on line ``first + i``, its probe on ``first + n + 1 + i``
+    (``first``: :func:`first_appended_line`)."""
     if not names:
         return []
-    return [MARK] + [f"static __attribute__((unused)) auto* __cuda_magic_instance_{i} = &{n};"
-                     for i, n in enumerate(names)]
+    return ([MARK] + [f"static __attribute__((unused)) auto* __cuda_magic_instance_{i} = &{n};"
+                      for i, n in enumerate(names)]
+            + [f"template <int, class T, T> __global__ void {PROBE}() {{}}"]
+            + [f"template __global__ void {PROBE}<{i}, decltype(&{n}), &{n}>();"
+               for i, n in enumerate(names)])
+
+
+def instance_of_line(line: int, first: int, count: int) -> int | None:
+    """Which of ``count`` instances appended line ``line`` belongs to (None: not one of theirs)."""
+    for start in (first, first + count + 1):
+        if 0 <= line - start < count:
+            return line - start
+    return None
+
+
+def probed(names: Sequence[str], symbols: Iterable[str], entries: Iterable) -> dict[str, str]:
+    """``{instance text: entry symbol}`` from the probes among ``symbols`` (every entry symbol
+    of the binary, :func:`~cuda_magic.compile.binary.entry_symbols`): the probe of instance
+    ``i`` demangles to ``void __cuda_magic_probe<i, void (*)(...), &(<the entry's demangled
+    signature>)>()`` (its mangled name cannot be searched for the entry's: the two share one
+    substitution table, so ``Pi`` may read ``S0_`` inside the probe)."""
+    from .binary import demangle
+    probes = {}
+    for sym in symbols:
+        m = re.match(rf"_Z{len(PROBE)}{PROBE}ILi(\d+)E", sym)
+        if m and int(m[1]) < len(names):
+            probes[sym] = int(m[1])
+    if not probes:
+        return {}
+    text = demangle(probes)
+    cells = [(e.symbol, f"&({e.signature})") for e in entries if e.signature]
+    out = {}
+    for sym, i in probes.items():
+        hits = [c for c, wrote in cells if wrote in text[sym]]
+        if len(hits) == 1:
+            out[names[i]] = hits[0]
+    return out
 
 
 def first_appended_line(source: str) -> int:
@@ -182,10 +228,13 @@ def appended(source: str, names: Sequence[str]) -> str:
     return source + ("" if source.endswith("\n") or not source else "\n") + "\n".join(lines) + "\n"
 
 
-def lowered(names: Sequence[str], entries: Sequence, compiler: str = "nvcc") -> Mapping[str, str]:
-    """:func:`find` for every name, or :class:`InstanceError` naming the first the binary holds
-    no single entry for (and what it does hold)."""
-    found = find(names, entries)
+def lowered(names: Sequence[str], entries: Sequence, compiler: str = "nvcc",
+            symbols: Iterable[str] = ()) -> Mapping[str, str]:
+    """:func:`probed` (from ``symbols``), else :func:`find`, for every name, or
+    :class:`InstanceError` naming the first the binary holds no single entry for (and what it
+    does hold)."""
+    found = probed(names, symbols, entries)
+    found.update({n: s for n, s in find([n for n in names if n not in found], entries).items()})
     for name in names:
         if name not in found:
             could = candidates(name, entries)

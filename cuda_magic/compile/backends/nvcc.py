@@ -214,8 +214,9 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
         binary = binary.rstrip(b"\0")
     lowered = ()
     if names:
-        from ..binary import entries
-        found = instances.lowered(names, entries(binary, target_format, arch=arch))
+        from ..binary import entries, entry_symbols
+        found = instances.lowered(names, entries(binary, target_format, arch=arch),
+                                  symbols=entry_symbols(binary, target_format, arch=arch))
         lowered = tuple((n, found[n]) for n in names)
     return Output(binary, target_format, argv, log, lowered, ptx=ptx)
 
@@ -225,8 +226,8 @@ def _appended_note(exc: CompileError, cell: str, names: Sequence[str]) -> Compil
     if not names:
         return exc
     first = instances.first_appended_line(cell)
-    bad = sorted({line - first for line, _ in exc.error_lines()
-                  if line is not None and 0 <= line - first < len(names)})
+    bad = sorted({i for line, _ in exc.error_lines() if line is not None
+                  and (i := instances.instance_of_line(line, first, len(names))) is not None})
     for i in bad[:3]:
         exc.note(f"--instantiate {clip(names[i], 80)!r}: the compiler cannot instantiate it as "
                  f"written (line {first + i}: cuda-magic's line for it, appended after the cell)")

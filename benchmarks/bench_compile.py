@@ -44,7 +44,7 @@ def facts() -> None:
     cache = cuda_magic.compile.compiler.cache().directory or "memory only"
     print(f"python {platform.python_version()} ({sys.executable})")
     print(f"NVRTC  {cuda_magic.get_backend('nvrtc').version()}")
-    print(f"nvcc   {nvcc.version()} ({cuda_magic.compile.backends.nvcc.find_nvcc()})")
+    print(f"nvcc   {nvcc.version()} ({cuda_magic.tools.find('nvcc')})")
     print(f"CPUs   {os.cpu_count()}   GPU: {gpu or 'none (detect_arch() -> None)'}"
           f"   compile cache: {cache}")
     print()

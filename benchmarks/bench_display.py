@@ -81,7 +81,7 @@ def main() -> None:
     print(f"python {platform.python_version()}  IPython {IPython.__version__}  ipywidgets "
           f"{ipywidgets.__version__}  NVRTC {cuda_magic.get_backend('nvrtc').version()}  "
           f"CPUs {os.cpu_count()}  --arch {args.arch}")
-    print(f"nvdisasm: {cuda_magic.inspect.find_tool('nvdisasm')}")
+    print(f"nvdisasm: {cuda_magic.tools.find('nvdisasm')}")
     print()
     view(build(SCALE, {"arch": args.arch})).widget()    # imports (ipywidgets, pygments) once
     for label, src in (("small cell", SCALE), ("2-kernel cell", BIG)):

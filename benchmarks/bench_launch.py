@@ -169,11 +169,8 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
         # process without CuPy (ours ends in CuPy's launchKernel, CuPy being loaded here)
         proto = m[name]
         kb = Kernel(proto.name, proto.params, proto.result, proto.symbol, False).load()
-        saved, kmod.PLAN_LAUNCH = kmod.PLAN_LAUNCH, "bindings"
-        try:
+        with cuda_magic.settings.override(plan_launch="bindings"):
             kb[grid, block]                 # its plan is written now
-        finally:
-            kmod.PLAN_LAUNCH = saved
         cubin = m.result.binary
         cc_kernel = ObjectCode.from_cubin(cubin).get_kernel(name)
         config = LaunchConfig(grid=grid, block=block)
@@ -412,8 +409,8 @@ def copy_bandwidth(cp, arch: str, gib: float, iters: int) -> list[tuple]:
 
 def fake_driver(launches: int, repeat: int, profile: bool) -> None:
     import fake_driver as fd
-    from cuda_magic.runtime import kernel as kmod
-    ints = kmod.PLAN_LAUNCH == "auto"       # as on a GPU with CuPy loaded: CuPy's launchKernel
+    from cuda_magic import settings
+    ints = settings.plan_launch == "auto"   # as on a GPU with CuPy loaded: CuPy's launchKernel
     via = "CuPy's launchKernel" if ints else "cuda.bindings' cuLaunchKernel"
     fake = fd.install(ints=ints)
     try:

@@ -59,10 +59,11 @@ def main() -> int:
     if arch is None:
         print("no GPU: skipped")
         return 0
+    from cuda_magic import tools as finder
     from cuda_magic.runtime import tools
     try:
-        ncu = tools.find_tool("ncu")
-    except tools.ToolNotFoundError as exc:
+        ncu = finder.find("ncu")
+    except finder.ToolNotFoundError as exc:
         ncu, why = None, str(exc)
     mib = 64 if a.quick and a.mib == 256 else a.mib
     n = mib * 2**20 // 4

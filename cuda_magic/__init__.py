@@ -24,10 +24,12 @@ from .compile.pch import clear as clear_pch
 from .config import (BackendConfig, ConfigError, Resolved, canonical_json, from_json,
                      list_presets, register_preset, resolve, validate)
 from .display import ShowError, ViewError, lines, show, view
-from .errors import Error
+from .errors import BenchError, Error, HistoryError
+from .inspect.occupancy import OccupancyError
+from . import settings
 from .inspect import ptx, sass, sass_text
 from .compile.ptxas import Resources, parse_ptxas
-from .runtime import (ArgumentError, ArgumentRangeError, BenchResult, CudaError, Kernel, NoGPUError,
+from .runtime import (ArgumentError, ArgumentRangeError, CudaError, Kernel, NoGPUError,
                       isolate, lost, synchronize)
 from .runtime import History, Timing, history
 
@@ -35,7 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Error", "ShowError", "ViewError", "NoKernelError", "InputTypeError", "lines",
-    "ArgumentError", "ArgumentRangeError", "BenchResult", "CellError", "Comparison", "CudaError",
+    "ArgumentError", "ArgumentRangeError", "CellError", "Comparison", "CudaError",
     "Kernel", "RunError", "compare", "denormals", "ulp_distance",
     "Module", "NoGPUError", "build", "isolate", "line_config", "lost", "synchronize",
     "Backend", "BackendConfig", "CompilationResult", "CompileError", "ConfigError", "Resolved",
@@ -46,17 +48,23 @@ __all__ = [
     "define_header", "remove_header", "session_headers", "clear_pch", "CompileTimeoutError",
     "set_compile_timeout", "set_cache_limit",
     "History", "Timing", "history", "Tuning", "tune",
+    "BenchError", "HistoryError", "OccupancyError", "ProfilerPermissionError", "ToolRunError",
+    "SweepError", "TuneError", "BinaryFormatError", "settings",
 ]
 
 
 _LAZY = {"Comparison": "variants.comparison", "RunError": "variants.comparison", "compare": "variants.comparison",
          "denormals": "variants.numbers", "ulp_distance": "variants.numbers",
-         "tune": "variants.tune", "Tuning": "variants.tune"}
+         "tune": "variants.tune", "Tuning": "variants.tune",
+         "BenchResult": "runtime.bench",        # Timing's old name: a deprecated alias
+         "ProfilerPermissionError": "runtime.tools", "ToolRunError": "runtime.tools",
+         "SweepError": "runtime.sweep", "TuneError": "variants.space",
+         "BinaryFormatError": "compile.binary"}
 
 
 def __getattr__(name: str):
-    """Comparisons, sweeps and the number tools import NumPy: loaded when first used, not at
-    import."""
+    """Comparisons, sweeps and the number tools import NumPy, and the errors of the tools,
+    sweeps, tuning and binaries come with their modules: loaded when first used, not at import."""
     if name in _LAZY:
         import importlib
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["Error", "printable", "clip", "quote", "bad_char", "QUOTE_LIMIT", "FRAME_LINE_LIMIT"]
+__all__ = ["Error", "BenchError", "HistoryError", "ToolNotFoundError", "printable", "clip", "quote", "bad_char", "QUOTE_LIMIT", "FRAME_LINE_LIMIT"]
 
 
 class Error(Exception):
@@ -36,6 +36,19 @@ class Error(Exception):
             lines = []
         notes = [str(n) for n in getattr(self, "__notes__", ())]
         return printable("\n".join([*lines, f"{type(self).__name__}: {self}", *notes])).split("\n")
+
+
+class BenchError(Error, ValueError):
+    """A ``bench`` setting out of range (``repeat``, ``warmup``, ``graph``, ``nbytes``, ...)."""
+
+
+class HistoryError(Error, KeyError):
+    """``history(name)`` for a kernel that was not benched in this session."""
+
+
+class ToolNotFoundError(Error, RuntimeError):
+    """A CUDA tool (nvcc, nvdisasm, cuobjdump, ncu, NVRTC...) is not installed; the message
+    says where it was looked for and how to get it."""
 
 
 FRAME_LINE_LIMIT = 200      # characters of a user's source line an error's traceback shows

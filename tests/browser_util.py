@@ -254,6 +254,17 @@ def save_cell_picture(page, cell, path: Path, max_height: int = 900, colours: in
     return path
 
 
+UPDATE_PICTURES = "CUDA_MAGIC_UPDATE_SCREENSHOTS"
+
+
+def picture_target(tracked: Path, scratch: Path) -> Path:
+    """Where a picture the docs show is written: the tracked file itself only when
+    ``CUDA_MAGIC_UPDATE_SCREENSHOTS=1`` asks for it, else a file of the same name in ``scratch``."""
+    if os.environ.get(UPDATE_PICTURES) == "1":
+        return tracked
+    return Path(scratch) / tracked.name
+
+
 def artifacts_dir() -> Path:
     d = Path(os.environ.get("CUDA_MAGIC_ARTIFACTS") or ROOT / "tests" / ".artifacts")
     d.mkdir(parents=True, exist_ok=True)

@@ -69,9 +69,9 @@ def include_dir(requires: str) -> pathlib.Path | None:
 def missing(case: Case, compiler: str) -> str | None:
     """Why ``case`` cannot be built with ``compiler`` here (a pip extra not installed), or None."""
     if compiler == "nvcc":
-        from cuda_magic.compile.backends.nvcc import find_nvcc
+        from cuda_magic.tools import find
         try:
-            find_nvcc()
+            find("nvcc")
         except Exception:
             return "nvcc is not installed (pip install 'cuda-magic[nvcc]')"
         if case.requires == "crt":    # nvcc brings its own crt headers
@@ -629,7 +629,7 @@ CASES: tuple[Case, ...] = (
          {"staged_twice": "_Z12staged_twicePKmPmi", "axpb_float": "_Z4axpbIfEvPKT_PS0_S0_S0_i",
           "axpb_int": "_Z4axpbIiEvPKT_PS0_S0_S0_i"}, run=run_pipeline_concepts),
     # CCCL 3.0's <cub/cub.cuh> (CUDA 13.0's nvcc) instantiates cub::detail::EmptyKernel<void>
-    # itself: never bound (compile/binary.py)
+    # itself: never bound (NOT_THE_CELLS, compile/binary/_entries.py)
     Case("cub_umbrella.cu", {"block_sum_max": 3, "warp_prefix": 3, "cg_copy_twice": 3},
          {"block_sum_max": "_Z13block_sum_maxPKfPfi", "warp_prefix": "_Z11warp_prefixPKiPii",
           "cg_copy_twice": "_Z13cg_copy_twicePKfPfi"}, run=run_cub_umbrella),

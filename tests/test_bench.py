@@ -1,5 +1,8 @@
 """k.bench -> Timing: statistics, peaks, clocks, history, views; the helper process; no GPU.
 
+The modules: ``runtime/stats.py``, ``runtime/peaks.py``, ``runtime/bench.py`` (measuring,
+Timing), ``runtime/bench_history.py``.
+
 CPU tests use fixed samples and fake device attributes. GPU tests (``-m gpu``) time real
 kernels and print the figures docs/measure.md quotes (run with ``-s`` to see them).
 """
@@ -12,9 +15,11 @@ import pytest
 
 import cuda_magic
 from cuda_magic import detect_arch, view
-from cuda_magic.runtime import bench, driver, worker
-from cuda_magic.runtime.bench import (BenchError, Clocks, Device, History, HistoryError, Timing,
-                                      median_ci, options, quartiles)
+from cuda_magic.runtime import bench, bench_history, driver, peaks, worker
+from cuda_magic.runtime.bench import BenchError, Timing, options
+from cuda_magic.runtime.bench_history import History, HistoryError
+from cuda_magic.runtime.peaks import Clocks, Device
+from cuda_magic.runtime.stats import median_ci, quartiles
 
 HAS_GPU = detect_arch() is not None
 
@@ -27,9 +32,9 @@ H200 = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0, "MULTIPROC
 
 @pytest.fixture(autouse=True)
 def _fresh_history():
-    bench.clear_history()
+    bench_history.clear_history()
     yield
-    bench.clear_history()
+    bench_history.clear_history()
 
 
 def _binom_cdf(k, n):
@@ -54,6 +59,10 @@ def test_statistics_from_fixed_samples():
 def test_quartiles_interpolate_like_numpy():
     assert quartiles([1.0, 2.0, 3.0, 4.0]) == (1.75, 2.5, 3.25)
     assert quartiles([5.0]) == (5.0, 5.0, 5.0)
+    # the figures bench has always reported, to the last bit (statistics.quantiles rounds
+    # these two to 8.977500000000001 and 9.022499999999999: docs/decisions.md)
+    xs = [9.0 * (1 + 0.01 * (i / 49 - 0.5)) for i in range(50)]
+    assert quartiles(xs) == (8.9775, 9.0, 9.0225)
 
 
 @pytest.mark.parametrize("n, ranks", [(6, (1, 6)), (10, (2, 9)), (20, (6, 15)), (50, (18, 33)),
@@ -71,6 +80,8 @@ def test_median_ci_few_and_many_samples():
     xs = [float(i) for i in range(1, 5001)]                   # normal approximation
     lo, hi, cover = median_ci(xs)
     assert lo < 2500.5 < hi and 0.95 <= cover < 0.96
+    assert (lo, hi) == (2430, 2571)          # z = 1.9599639845400536 (NormalDist().inv_cdf)
+    assert median_ci([float(i) for i in range(1, 100_001)])[:2] == (49690, 50311)
     exact = median_ci(xs[:2000])
     assert exact[0] == 956 and exact[1] == 1045               # continuity with the exact sums
     assert "covers the median with only 94%" in view(Timing.from_samples([1, 2, 3, 4, 5])).text()
@@ -191,10 +202,31 @@ def test_timing_pickles():                                     # the helper proc
     assert u == t and u.ci_ms == t.ci_ms and u.device.peak_gbps == t.device.peak_gbps
 
 
-def test_benchresult_is_timing():
-    assert cuda_magic.BenchResult is Timing and cuda_magic.Timing is Timing
+def test_one_name_for_the_result():
+    assert cuda_magic.Timing is Timing and "BenchResult" not in cuda_magic.__all__
+    assert "BenchResult" not in cuda_magic.runtime.__all__
+    with pytest.warns(DeprecationWarning, match="BenchResult is Timing"):
+        assert bench.BenchResult is Timing                   # the old name, deprecated
     from cuda_magic.runtime.kernel import BenchError as KernelBenchError
-    assert KernelBenchError is BenchError
+    assert KernelBenchError is BenchError is cuda_magic.errors.BenchError
+
+
+def test_the_old_paths_still_import():
+    """``runtime.bench`` held statistics, peaks and history before they had modules; kernel.py
+    (``bench.record``), docs/measure.md (``bench.device_info``, ``bench.clear_history``) and
+    the display (``bench.CI_LEVEL``) name them there."""
+    from cuda_magic.runtime import stats
+    for name in ("median_ci", "quartiles", "CI_LEVEL"):
+        assert getattr(bench, name) is getattr(stats, name)
+    for name in ("Device", "Clocks", "device_info", "FMA_PER_CLOCK", "UNSURE"):
+        assert getattr(bench, name) is getattr(peaks, name)
+    for name in ("History", "HistoryError", "history", "clear_history", "record"):
+        assert getattr(bench, name) is getattr(bench_history, name)
+    assert cuda_magic.runtime.clear_history is bench_history.clear_history
+    assert cuda_magic.runtime.history is cuda_magic.history is bench_history.history
+    assert cuda_magic.runtime.device_info is peaks.device_info
+    assert Timing.__module__ == "cuda_magic.runtime.bench" and History.__module__ == \
+        "cuda_magic.runtime.bench_history"          # display/registry.py names them so
 
 
 # ---- history ------------------------------------------------------------------------------------
@@ -227,7 +259,7 @@ def test_history_marks_regressions_and_improvements():
     for i, (median, src) in enumerate([(10.0, "v1"), (10.02, "v2"), (12.0, "v3"), (12.1, "v4"),
                                        (9.0, "v5"), (9.2, "v6")]):
         k.result.source = src
-        bench.record(k, _run(median), args=(4096,))
+        bench_history.record(k, _run(median), args=(4096,))
     h = cuda_magic.history("k")
     assert isinstance(h, History) and len(h) == 6 and h.latest.median_ms == pytest.approx(9.2)
     assert [m.kind for m in h.marks] == ["", "", "regression", "", "improvement", ""]
@@ -244,11 +276,11 @@ def test_history_marks_regressions_and_improvements():
 
 def test_history_compares_like_with_like():
     k = FakeKernel("k", "src")
-    bench.record(k, _run(10.0), args=(4096,))
-    bench.record(k, _run(20.0), args=(8192,))                   # other arguments: a new setup
-    bench.record(k, _run(20.0, dims=(16, 1, 1, 256, 1, 1)), args=(8192,))   # other grid
-    bench.record(k, _run(30.0, flush=True), args=(8192,))       # flush on: another setup
-    bench.record(k, _run(10.5), args=(4096,))                   # compared with run 1: +5%
+    bench_history.record(k, _run(10.0), args=(4096,))
+    bench_history.record(k, _run(20.0), args=(8192,))                   # other arguments: a new setup
+    bench_history.record(k, _run(20.0, dims=(16, 1, 1, 256, 1, 1)), args=(8192,))   # other grid
+    bench_history.record(k, _run(30.0, flush=True), args=(8192,))       # flush on: another setup
+    bench_history.record(k, _run(10.5), args=(4096,))                   # compared with run 1: +5%
     h = cuda_magic.history(k)                                    # a Kernel works as well as its name
     assert [m.kind for m in h.marks] == ["", "", "", "", "regression"]
     assert h.marks[4].against == 0
@@ -256,17 +288,17 @@ def test_history_compares_like_with_like():
 
 
 def test_history_keyed_by_name_and_bounded(monkeypatch):
-    monkeypatch.setattr(bench, "HISTORY_RUNS", 3)
-    monkeypatch.setattr(bench, "HISTORY_KERNELS", 2)
+    monkeypatch.setattr(bench_history, "HISTORY_RUNS", 3)
+    monkeypatch.setattr(bench_history, "HISTORY_KERNELS", 2)
     for i in range(5):
-        bench.record(FakeKernel("a", f"v{i}"), _run(1.0 + i, kernel="a"))
+        bench_history.record(FakeKernel("a", f"v{i}"), _run(1.0 + i, kernel="a"))
     assert [t.median_ms for t in cuda_magic.history("a")] == pytest.approx([3, 4, 5])
-    bench.record(FakeKernel("b", "x"), _run(1.0, kernel="b"))
-    bench.record(FakeKernel("c", "x"), _run(1.0, kernel="c"))   # 'a' is the oldest: dropped
+    bench_history.record(FakeKernel("b", "x"), _run(1.0, kernel="b"))
+    bench_history.record(FakeKernel("c", "x"), _run(1.0, kernel="c"))   # 'a' is the oldest: dropped
     with pytest.raises(HistoryError, match=r"no bench of 'a' in this session; benched so far: b, c"):
         cuda_magic.history("a")
     cfg = [FakeKernel("c", "x", '["--use_fast_math","--ftz=true"]')]
-    bench.record(cfg[0], _run(1.0, kernel="c"))
+    bench_history.record(cfg[0], _run(1.0, kernel="c"))
     assert len({t.config_hash for t in cuda_magic.history("c")}) == 2
 
 
@@ -353,7 +385,7 @@ def test_no_gpu_errors(scale):
     lines = exc.value._render_traceback_()
     assert len(lines) <= 15 and not any("cuda_magic/" in ln for ln in lines)
     with pytest.raises(cuda_magic.NoGPUError, match="needs an NVIDIA GPU"):
-        bench.device_info()
+        peaks.device_info()
     with pytest.raises(HistoryError):                            # nothing was recorded
         cuda_magic.history("scale")
 
@@ -397,7 +429,7 @@ extern "C" __global__ void fma_chains(float* out, float a, float b, int iters) {
 @pytest.fixture(scope="module")
 def gpu():
     m = cuda_magic.build(KERNELS)
-    return m, bench.device_info()
+    return m, peaks.device_info()
 
 
 def _figure(*parts):

@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from cuda_magic.compile import binary as B
+from cuda_magic.compile.binary import _demangle, _fatbin
 from cuda_magic.compile.backends import ToolNotFoundError, get_backend
 from cuda_magic.compile.binary import (BinaryFormatError, c_type, demangle, entries,
                                        fatbin_images, split_signature)
@@ -144,7 +145,7 @@ def nvcc_fatbins():
 
 def _have_cuobjdump():
     try:
-        return bool(B._find_cuobjdump())
+        return bool(_fatbin._find_cuobjdump())
     except Exception:
         return False
 
@@ -286,22 +287,22 @@ def test_demangle():
         "scale": "scale", "_Zbogus": "_Zbogus", "_Z": "_Z"}
     assert demangle(reversed(syms)) == got                # cached, same answers
     # without libstdc++: GNU c++filt prints the same; cu++filt (EDG style) comes last
-    tools = {path.rsplit("/", 1)[-1]: path for path in B._filt_tools()}
-    B._CACHE.clear()
-    real = B._cxa_demangle
+    tools = {path.rsplit("/", 1)[-1]: path for path in _demangle._filt_tools()}
+    _demangle._CACHE.clear()
+    real = _demangle._cxa_demangle
     try:
-        B._cxa_demangle = lambda: None
+        _demangle._cxa_demangle = lambda: None
         assert demangle(syms) == (got if "c++filt" in tools else
-                                  B._demangle_tool(syms, tools.get("cu++filt")))
+                                  _demangle._demangle_tool(syms, tools.get("cu++filt")))
     finally:
-        B._cxa_demangle = real
-        B._CACHE.clear()
+        _demangle._cxa_demangle = real
+        _demangle._CACHE.clear()
     if "cu++filt" in tools:
-        edg = B._demangle_tool(syms, tools["cu++filt"])
+        edg = _demangle._demangle_tool(syms, tools["cu++filt"])
         assert edg["_ZN2ns1kILi256EEEvPfi"] == "void ns::k<(int)256>(float *, int)"
         assert split_signature(edg["_ZN2ns3tmaE14CUtensorMap_stPKfj"])[1] == \
             ("CUtensorMap_st", "const float *", "unsigned int")
-    assert B._demangle_tool(syms, "/nonexistent/c++filt") == {s: s for s in syms}
+    assert _demangle._demangle_tool(syms, "/nonexistent/c++filt") == {s: s for s in syms}
 
 
 def test_split_signature_and_c_type():

@@ -9,10 +9,12 @@ download). To run it locally:
 
 Skipped (with that hint) when /usr/bin/chromium or playwright is missing. Screenshots go to
 $CUDA_MAGIC_ARTIFACTS, else tests/.artifacts/. No GPU needed: the notebook then compiles for sm_90a.
-A passing quickstart run also rewrites the README's picture, docs/img/quickstart.png: the
-%%cuda cell and its widget with the SASS tab open.
+A passing quickstart run also draws the README's picture (the %%cuda cell and its widget with
+the SASS tab open): into a temporary folder, and over the tracked docs/img/quickstart.png only
+with CUDA_MAGIC_UPDATE_SCREENSHOTS=1.
 """
 
+import os
 import shutil
 
 import pytest
@@ -61,10 +63,23 @@ def check_notebook(lab, name: str, screenshot: str, picture=None):
     assert png.stat().st_size > 0
 
 
-def test_quickstart(lab):
+def test_readme_picture_is_rewritten_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.delenv(bu.UPDATE_PICTURES, raising=False)
+    assert bu.picture_target(README_PICTURE, tmp_path) == tmp_path / "quickstart.png"
+    monkeypatch.setenv(bu.UPDATE_PICTURES, "0")
+    assert bu.picture_target(README_PICTURE, tmp_path) == tmp_path / "quickstart.png"
+    monkeypatch.setenv(bu.UPDATE_PICTURES, "1")
+    assert bu.picture_target(README_PICTURE, tmp_path) == README_PICTURE
+
+
+def test_quickstart(lab, tmp_path_factory):
     shutil.copy(bu.ROOT / "notebooks" / "quickstart.ipynb", lab[0] / "quickstart.ipynb")
-    check_notebook(lab, "quickstart.ipynb", "quickstart.png", picture=README_PICTURE)
-    assert 0 < README_PICTURE.stat().st_size < 150_000
+    before = README_PICTURE.stat().st_mtime_ns if README_PICTURE.exists() else None
+    picture = bu.picture_target(README_PICTURE, tmp_path_factory.mktemp("pictures"))
+    check_notebook(lab, "quickstart.ipynb", "quickstart.png", picture=picture)
+    assert 0 < picture.stat().st_size < 150_000
+    if os.environ.get(bu.UPDATE_PICTURES) != "1":     # the tracked picture is left alone
+        assert (README_PICTURE.stat().st_mtime_ns if README_PICTURE.exists() else None) == before
 
 
 def test_ftz_comparison_toggles(lab):

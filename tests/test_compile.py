@@ -180,7 +180,9 @@ def test_unknown_native_flag_shows_compilers_message(compiler, expected):
 
 def test_nvcc_absent(monkeypatch):
     import cuda.pathfinder
+    import cuda_magic.tools as finder
     monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
+    monkeypatch.setattr(finder, "SYSTEM", {})            # /usr/local/cuda/bin has one here
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
@@ -337,10 +339,39 @@ def test_import_does_not_initialise_cuda():
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def _runtime_capability() -> tuple[int, int]:
+    """GPU 0's compute capability as the CUDA runtime API reports it (detect_arch asks the
+    driver API's attributes)."""
+    from cuda.bindings import runtime
+    err, prop = runtime.cudaGetDeviceProperties(0)
+    assert err == runtime.cudaError_t.cudaSuccess, err
+    return int(prop.major), int(prop.minor)
+
+
+def _smi_capabilities() -> set[tuple[int, int]] | None:
+    """Every GPU's compute capability as nvidia-smi prints it (None: no nvidia-smi)."""
+    import shutil
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        return None
+    return {tuple(int(p) for p in line.strip().split(".")) for line in out.stdout.split("\n")
+            if line.strip()}
+
+
 @pytest.mark.gpu
 def test_arch_is_detected_on_a_gpu(fresh_cache):
+    """detect_arch() against sources of its own: the runtime API's device properties and
+    nvidia-smi (the arch spelled out here: sm_<major><minor>, 'a' from 9.0 up)."""
     arch = cuda_magic.detect_arch()
-    assert re.fullmatch(r"sm_\d+a?", arch)
+    major, minor = _runtime_capability()
+    assert arch == f"sm_{major}{minor}" + ("a" if major >= 9 else ""), (arch, major, minor)
+    smi = _smi_capabilities()
+    if smi is not None:                # device 0 is one of the GPUs nvidia-smi lists
+        assert (major, minor) in smi, (smi, major, minor)
     r = compile_source(SAXPY)
     assert r.arch == arch and r.provenance["arch"] == "detected"
     assert r.resources["scale"].arch == arch

@@ -99,14 +99,14 @@ def test_nvcc_emits_exactly_the_expected_entries(case):
     reason = missing(case, "nvcc")
     if reason:
         pytest.skip(reason)
-    from cuda_magic.compile.backends.nvcc import find_nvcc
+    from cuda_magic.tools import find
     header = _header(case.text)
     flags = [*header.get("nvcc", ["--use_fast_math"]), *header.get("nvcc+", []), *case.flags]
     if case.requires == "cutlass":
         flags.append(f"-I{include_dir('cutlass')}")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "out.cubin")
-        argv = [find_nvcc(), f"-arch={ARCH}", "--cubin", "-std=c++17", *flags, "-o", cubin,
+        argv = [find("nvcc"), f"-arch={ARCH}", "--cubin", "-std=c++17", *flags, "-o", cubin,
                 str(KERNELS / case.file)]
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-3000:]}"

@@ -9,10 +9,11 @@ import pytest
 
 from cuda_magic import compile_source
 from cuda_magic.compile import binary as B
+from cuda_magic.compile.binary import _elf, _lines
 from cuda_magic.compile.backends import ToolNotFoundError, get_backend
 from cuda_magic.compile.binary import (BinaryFormatError, cubin_for, kernel_code, line_of,
                                        line_table)
-from cuda_magic.inspect import find_tool
+from cuda_magic.tools import find
 
 from conftest import HEAVY, SAXPY
 
@@ -84,7 +85,7 @@ def build(name: str, compiler: str, lineinfo: bool) -> bytes:
 
 def nvdisasm(cubin: bytes, tmp_path, *flags: str) -> str:
     try:
-        tool = find_tool("nvdisasm")
+        tool = find("nvdisasm")
     except ToolNotFoundError as e:
         pytest.skip(str(e))
     path = tmp_path / "x.cubin"
@@ -220,7 +221,7 @@ def test_inline_state_is_per_sequence():
                    end])
     body = struct.pack("<IHI", 2 + 4 + len(header) + len(program), 3, len(header)) + header + program
     rows, calls = {}, {}
-    B._line_unit(body, 0, "cell.cu", lambda off, stored: ("k", stored), rows, calls)
+    _lines._line_unit(body, 0, "cell.cu", lambda off, stored: ("k", stored), rows, calls)
     assert rows["k"] == [(0, "cell.cu", 5), (16, "h.cuh", 9), (0, "cell.cu", 7), (32, "h.cuh", 3),
                          (48, "h.cuh", 4)]
     assert calls["k"] == [None, 0, None, None, 2]
@@ -293,7 +294,7 @@ def test_line_of():
 # ---------------------------------------------------------------- malformed and other encodings
 
 def _sections(cubin: bytes):
-    secs = B._elf_sections(cubin)
+    secs = _elf.sections(cubin)
     (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
     (shentsize,) = struct.unpack_from("<H", cubin, 0x3A)
     index = next(i for i, s in enumerate(secs) if s.name == ".debug_line")
@@ -326,19 +327,19 @@ def test_truncated_debug_line():
 def _unit(cubin: bytes):
     """(.debug_line body, place) of a real cubin: ``place`` as line_table resolves addresses."""
     data = bytes(cubin)
-    secs = B._elf_sections(data)
+    secs = _elf.sections(data)
     index = next(i for i, s in enumerate(secs) if s.name == ".debug_line")
-    symtabs = B._all_symbols(data, secs)
-    relocs = B._relocations(data, secs, index, symtabs)
-    return B._section_bytes(data, secs[index]), \
-        lambda off, stored: B._place(off, stored, relocs, secs, symtabs)
+    symtabs = _elf.all_symbols(data, secs)
+    relocs = _lines._relocations(data, secs, index, symtabs)
+    return _elf.section_bytes(data, secs[index]), \
+        lambda off, stored: _lines._place(off, stored, relocs, secs, symtabs)
 
 
 def _run(body: bytes, place) -> dict:
     rows: dict = {}
     at = 0
     while at < len(body):
-        at = B._line_unit(body, at, "cell.cu", place, rows)
+        at = _lines._line_unit(body, at, "cell.cu", place, rows)
     return {k: sorted(set(v)) for k, v in rows.items()}
 
 

@@ -23,6 +23,7 @@ EVIL = r'''// <script>alert("source")</script>
 #warning <script>alert("log")</script>
 struct script {};
 template <typename T> __global__ void k(T* p, float* y) { y[threadIdx.x] *= 2.0f; }
+__global__ void u(int n, int* p) { int unused = (n < 3); p[0] = n; }  // <b>echo</b>
 '''
 
 
@@ -98,7 +99,7 @@ def test_widget_tabs_config_resources_and_lazy_sass(tools):
 
 
 def html_warn():
-    return cuda_magic.display.html.WARN
+    return cuda_magic.display.markup.WARN
 
 
 def test_sass_colours_opcodes_keeps_ftz_and_marks_source_lines():
@@ -152,11 +153,17 @@ def test_everything_from_compilers_sources_and_names_is_escaped(tools):
     w.tab.selected_index = 4
     parts = [v.html(), w.children[0].value, w.sass.pane.value, w.ptx.pane.value,
              *(c.value for c in w.tab.children if hasattr(c, "value"))]
+    echo = "int unused = (n < 3); p[0] = n; }  // <b>echo</b>"
+    assert any(line.strip().endswith(echo) and "warning" not in line
+               for line in m.result.log.splitlines())     # NVRTC echoes the line, plainly
     for part in parts:
-        assert "<script" not in part.lower()
+        assert "<script" not in part.lower() and "<b>echo" not in part
+        assert not re.findall(r"<(?![a-zA-Z/!])", part)   # every '<' opens a tag
     text = _plain(v.html())                   # shown as text, not run as markup
     assert '// <script>alert("source")</script>' in text                  # source
     assert re.search(r'warning.*<script>alert\("log"\)</script>', text)    # log
+    log = text[text.index("Log"):]
+    assert echo in log[:log.index("SASS")]                                 # the log's plain lines
     assert "k<script>" in _plain(w.children[0].value)                      # kernel name
     with pytest.raises(CompileError) as info:
         build('#error <script>alert(1)</script>\n', opts())

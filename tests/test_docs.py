@@ -10,6 +10,10 @@ The convention (docs/index.md says it too):
   out; `pytest -m gpu` runs every file with all of its blocks.
 - `<!-- raises NAME -->` on a line before a fence (with `<!-- gpu -->` or without): the block must fail with the exception
   NAME (the example shows an error).
+- A ```output fence right after a runnable block (blank lines between at most) is what that
+  block prints: its stdout, then for a block that raises the line `NAME: message`. It is
+  compared line by line (trailing spaces aside); `...` in a line stands for any text, and a
+  line that is only `...` for any number of lines. An output fence anywhere else is an error.
 - Without a GPU a `%%cuda` cell with no arch is an error (there is no GPU to detect one), so
   the CPU run gives its kernel an IPython profile whose ipython_config.py says
   `c.CudaMagics.defaults = {"arch": "sm_90a"}`: a session default, as a user would set it
@@ -45,6 +49,8 @@ class Block:
     source: str
     gpu: bool = False
     raises: str | None = None
+    end: int = 0         # 1-based line of the closing fence
+    output: str | None = None   # the ```output block right after it: what it prints
 
 
 def blocks(path: Path) -> list[Block]:
@@ -63,7 +69,7 @@ def blocks(path: Path) -> list[Block]:
             i += 1
         assert i < len(lines), f"{path.name}:{start + 1}: fence never closed"
         i += 1
-        block = Block(lang, start + 1, "\n".join(body))
+        block = Block(lang, start + 1, "\n".join(body), end=i)
         j = start - 1
         while j >= 0 and (not lines[j].strip() or MARK.match(lines[j].strip())):
             mark = MARK.match(lines[j].strip())
@@ -73,7 +79,41 @@ def blocks(path: Path) -> list[Block]:
                 block.raises = mark.group(2)
             j -= 1
         out.append(block)
+    for code, shown in zip(out, out[1:]):
+        if (shown.lang == "output" and code.lang in RUNS
+                and not any(line.strip() for line in lines[code.end:shown.line - 1])):
+            code.output = shown.source
     return out
+
+
+def orphan_outputs(path: Path) -> list[int]:
+    """Lines of ```output fences that follow no runnable block directly."""
+    bs = blocks(path)
+    owned = {b.end for b in bs if b.output is not None}
+    return [b.line for i, b in enumerate(bs) if b.lang == "output"
+            and (i == 0 or bs[i - 1].end not in owned)]
+
+
+def output_pattern(shown: str) -> re.Pattern:
+    """``shown`` as a pattern of whole lines: ``...`` is any text in a line, a line of
+    ``...`` alone any number of lines."""
+    parts = []
+    for line in shown.rstrip("\n").split("\n"):
+        if line.strip() == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(p) for p in line.rstrip().split("...")) + "\n")
+    return re.compile("".join(parts))
+
+
+def printed(cell) -> str:
+    """What a run cell printed: its stdout, then ``NAME: message`` of its error."""
+    text = "".join(o["text"] for o in cell.outputs
+                   if o["output_type"] == "stream" and o["name"] == "stdout")
+    for o in cell.outputs:
+        if o["output_type"] == "error":
+            text += f"{o['ename']}: {ANSI.sub('', o['evalue'])}\n"
+    return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
 def ids(files):
@@ -94,6 +134,8 @@ def test_fences_name_their_language(path):
     assert not unnamed, f"{path.name}: fences without a language at lines {unnamed}"
     marked = [b.line for b in blocks(path) if (b.gpu or b.raises) and b.lang not in RUNS]
     assert not marked, f"{path.name}: <!-- gpu/raises --> on blocks that do not run, lines {marked}"
+    orphans = orphan_outputs(path)
+    assert not orphans, f"{path.name}: ```output fences after no runnable block, lines {orphans}"
 
 
 def _without_fences(text: str) -> str:
@@ -159,6 +201,18 @@ def test_tables_keep_their_columns(path):
     assert not bad, f"{path.name}: table rows with a different number of columns: {bad}"
 
 
+def test_an_output_fence_is_what_the_block_before_it_prints(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nprint(1)\n```\n\n```output\n1\n```\n\ntext\n\n"
+                    "```python\nprint(2)\n```\n\nprose between\n\n```output\n2\n```\n")
+    first, shown, second, orphan = blocks(page)
+    assert first.output == "1" and second.output is None and orphan_outputs(page) == [orphan.line]
+    pattern = output_pattern("a ... c\n...\nz")
+    assert pattern.fullmatch("a b c\nz\n") and pattern.fullmatch("a  c\nx\ny\nz\n")
+    assert not pattern.fullmatch("a b c\nz\nextra\n") and not pattern.fullmatch("a b\nz\n")
+    assert not output_pattern("1").fullmatch("12\n")
+
+
 def test_readme_example_is_the_notebooks():
     """The README's first %%cuda cell is the quickstart notebook's."""
     readme = next(b.source for b in blocks(ROOT / "README.md") if b.source.startswith("%%cuda"))
@@ -207,6 +261,11 @@ def run_file(path: Path, tmp_path: Path, monkeypatch, gpu: bool):
                 f"{name}:{b.line}: expected {b.raises}, got {names or 'no error'}"
             text = ANSI.sub("", "\n".join(errors[0]["traceback"]))
             assert "cuda_magic/" not in text, f"{name}:{b.line}: frames from inside:\n{text}"
+        if b.output is not None:
+            got = printed(cell)
+            assert output_pattern(b.output).fullmatch(got if got.endswith("\n") else got + "\n"), \
+                f"{name}:{b.end + 1}: the ```output block is not what the block prints:\n" \
+                f"--- shown\n{b.output}\n--- printed\n{got}"
     return nb
 
 

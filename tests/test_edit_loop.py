@@ -175,11 +175,11 @@ def test_build_takes_load_as_a_question_asked_after_compiling():
 
 
 def test_long_compiler_lines_wrap_in_the_error_view_and_the_log_tab():
-    from cuda_magic.display import ErrorView, html
+    from cuda_magic.display import ErrorView, markup
     long = "x" * 400
     with pytest.raises(cuda_magic.CompileError) as info:
         cuda_magic.build(f'extern "C" __global__ void k(float* x) {{ x[0] = {long}; }}\n', LINE)
     shown = ErrorView(info.value)._repr_html_()
     assert shown.count("white-space: pre-wrap") >= 2        # the errors and the log
     m = cuda_magic.build('#warning "' + "w" * 300 + '"\n' + KERNEL.format(9), LINE)
-    assert "white-space: pre-wrap" in html.log(content(m))
+    assert "white-space: pre-wrap" in markup.log(content(m))

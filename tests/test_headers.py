@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from cuda_magic import settings
+
 import cuda_magic
 from cuda_magic import compile_source, sass
 from cuda_magic.compile import headers, pch
@@ -163,7 +165,7 @@ def test_pch_is_created_then_used_and_every_flag_still_counts(tmp_path, monkeypa
     try:
         assert pch.usage()[0] == 1
     finally:
-        pch.set_limit(2 << 30)
+        settings.reset("pch_limit")     # back to the default, as it was
     assert pch.clear() == 1 and pch.usage() == (0, 0)
 
 

@@ -164,10 +164,11 @@ def test_match_symbol_is_linear_on_long_digit_runs():
             "assert m('zz', syms) is None and m('k' + d[:25], syms) is None\n"
             "assert m('k' + d, syms) == syms[0]\n"
             "print(time.perf_counter() - t)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20,
+    # 40,000 digits: a backtracking regex would run for ages, so the generous timeout (not a
+    # tight figure that a loaded machine can miss) is the check
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert float(out.stdout) < 1.0
 
 
 def test_symbol_of_a_compiled_cell_is_fast():
@@ -584,7 +585,12 @@ def test_a_huge_magic_line_is_not_expanded(shell):
     shell.user_ns["target"] = ARCH
     m = shell.run_cell_magic("cuda", "--arch $target --compile-only", KERNEL)   # $var still works
     assert m.result.arch == ARCH
-    start = time.perf_counter()
-    with pytest.raises(ConfigError, match="'arch' must look like .*'\\$target'"):
-        shell.run_cell_magic("cuda", "--arch $target --compile-only" + " " * 100_000, KERNEL)
-    assert time.perf_counter() - start < 2     # IPython's own expansion took ~30 s
+    expanded = []
+    real = shell.var_expand
+    shell.var_expand = lambda text, *a, **k: expanded.append(len(text)) or real(text, *a, **k)
+    try:
+        with pytest.raises(ConfigError, match="'arch' must look like .*'\\$target'"):
+            shell.run_cell_magic("cuda", "--arch $target --compile-only" + " " * 100_000, KERNEL)
+    finally:
+        del shell.var_expand
+    assert all(n < 1000 for n in expanded), expanded   # IPython's own expansion took ~30 s

@@ -18,7 +18,7 @@ from cuda_magic import CellError, CompileError, ConfigError, build, compile_sour
 from cuda_magic.compile.backends import limits, nvcc as nvcc_backend
 from cuda_magic.compile.backends.limits import CompileTimeoutError, set_compile_timeout
 from cuda_magic.config import RESERVED, validate
-from cuda_magic.display import html
+from cuda_magic.display import markup as html
 from cuda_magic.display.sass import annotate
 
 
@@ -191,7 +191,7 @@ def test_time_to_the_log_is_allowed():
 
 def test_reserved_spellings_follow_nvcc_help():
     """Where nvcc --help lists a reserved option, its other spelling is reserved too."""
-    text = subprocess.run([nvcc_backend.find_nvcc(), "--help"], capture_output=True,
+    text = subprocess.run([cuda_magic.tools.find("nvcc"), "--help"], capture_output=True,
                           text=True).stdout
     pairs = re.findall(r"^(--[\w-]+)(?: [^(\n]*?)?\s+\((-[\w-]+)\)", text, re.M)
     assert len(pairs) > 100
@@ -338,9 +338,10 @@ def test_ctrl_c_during_an_nvcc_compile_kills_its_process_group(nvcc_runs):
 
 @pytest.fixture
 def limit(monkeypatch):
-    monkeypatch.setitem(limits._state, "timeout", limits._state["timeout"])   # restored after
     monkeypatch.delenv(limits.ENV, raising=False)
-    return set_compile_timeout
+    with cuda_magic.settings.override(compile_timeout=None):    # as it was, after
+        cuda_magic.settings.reset("compile_timeout")             # the environment's, within
+        yield set_compile_timeout
 
 
 def test_compile_time_limit_nvrtc(limit):

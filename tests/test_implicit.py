@@ -37,12 +37,12 @@ SETMAXNREG = ('__global__ void __launch_bounds__(256, 1) k(int* p) {\n'
 
 
 def test_nvcc_fatbin_for_sm_90a_has_no_compute_90_ptx():
-    from cuda_magic.compile.binary import _extract
+    from cuda_magic.compile.binary import fatbin_extract
     r = build(SETMAXNREG, "nvcc")          # plain -arch=sm_90a: ptxas rejects it for sm_90
     assert r.format == "fatbin"
     assert r.argv[1:3] == ("-gencode=arch=compute_90a,code=sm_90a",
                            "-gencode=arch=compute_90a,code=compute_90a")
-    ptx = [d.decode("utf-8", "replace") for _, d in _extract(r.binary, "ptx")]
+    ptx = [d.decode("utf-8", "replace") for _, d in fatbin_extract(r.binary, "ptx")]
     assert len(ptx) == 1 and re.search(r"^\.target sm_90a\b", ptx[0], re.M)
 
 
@@ -270,6 +270,7 @@ def test_device_side_launch_says_what_it_needs(compiler):
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
 def test_with_rdc_the_device_runtime_is_linked_in(compiler):
     from cuda_magic.compile import binary, link
+    from cuda_magic.compile.binary import _elf
     m = cuda_magic.build(DYNAMIC, cuda_magic.line_config(
         arch="sm_90a", compiler=compiler, **{compiler: "--use_fast_math -rdc=true"}))
     r = m.result
@@ -280,8 +281,8 @@ def test_with_rdc_the_device_runtime_is_linked_in(compiler):
     assert [e.name for e in r.entries] == ["child", "parent"]
     # loadable: an executable image (ET_EXEC), the device runtime's calls resolved
     assert int.from_bytes(r.binary[16:18], "little") == 2
-    secs = binary._elf_sections(r.binary)
-    symbols = binary._elf_symbols(r.binary, secs, next(i for i, s in enumerate(secs) if s.type == 2))
+    secs = _elf.sections(r.binary)
+    symbols = _elf.symbols(r.binary, secs, next(i for i, s in enumerate(secs) if s.type == 2))
     undefined = {s.name for s in symbols if s.shndx == 0 and s.name}
     assert not {n for n in undefined if n.startswith("__cudaCDP2")}, undefined
     assert any(e.name == "parent" for e in binary.entries(r.binary, "cubin"))

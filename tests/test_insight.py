@@ -190,6 +190,50 @@ def test_heat_map_colours_lines_and_opens_their_sass():
     assert "Hottest lines" in view(m).html(sass=False)
 
 
+HEAT_ROW = re.compile(r'<tr[^>]*><td style="[^"]*">(\d+)</td><td[^>]*>([^<]*)</td>'
+                      r'<td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td><td[^>]*>'
+                      r'(?:<details><summary[^>]*>)?(.*?)(?:</summary>|</td></tr>)')
+
+
+def _heat_rows(page):
+    """{gutter line number: (regs, spills, instr, source text)} as the heat map shows them."""
+    import html as h
+    rows = {}
+    for n, regs, spills, instr, code in HEAT_ROW.findall(page):
+        text = h.unescape(re.sub(r"<[^>]+>", "", code.split("<span", 1)[0])).replace("\xa0", "")
+        rows[int(n)] = (regs, spills, instr, text)
+    return rows
+
+
+def test_heat_map_shows_each_lines_own_figures_on_its_own_row():
+    """Every source line on its own row, numbered, with the figures of that line (not a
+    neighbour's) and the hottest line in the strongest colour."""
+    pytest.importorskip("ipywidgets")
+    m = build(HEAVY + SAXPY, line_config(arch=ARCH, nvrtc=" ".join(SPILL)))
+    from cuda_magic.display.line_cost import heat_map
+    kl = m.lines("heavy")
+    cell = {r.line: r for r in kl.rows if r.file == "cell.cu" and r.line is not None}
+    assert len(cell) >= 5
+    w = view(m).widget()
+    w.tab.selected_index = 5
+    w.heat.dropdown.value = dict(w.heat.dropdown.options)["heavy"]
+    for page in (w.heat.pane.value, heat_map(m.source, kl)):
+        shown = _heat_rows(page)
+        source = m.source.split("\n")
+        assert sorted(shown) == list(range(1, len(source) + 1))
+        for n, (regs, spills, instr, text) in shown.items():
+            assert text == source[n - 1], n
+            r = cell.get(n)
+            want = ("", "", "") if r is None else (str(r.registers), str(r.spills or ""),
+                                                   str(r.instructions))
+            assert (regs, spills, instr) == want, (n, source[n - 1])
+        hottest = max(cell.values(), key=lambda r: r.registers)
+        at = page.index(f'">{hottest.line}</td><td style="padding: 0 6px; text-align: right; '
+                        f'opacity: 0.8; white-space: pre">{hottest.registers}</td>')
+        assert page[page.rindex("<tr ", 0, at):at].startswith(
+            '<tr style="background: rgba(231,76,60,0.63)')
+
+
 def test_heat_map_falls_back_to_the_source_without_nvdisasm(monkeypatch):
     pytest.importorskip("ipywidgets")
     m = build(SAXPY, line_config(arch=ARCH, nvrtc="--use_fast_math -DX=1"))

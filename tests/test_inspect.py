@@ -51,12 +51,18 @@ def test_ptx_for_every_kind_of_result():
     assert "FMUL" in sass(as_ptx, "scale")  # SASS of a cubin built under the same config
 
 
-def test_disassembler_absent(monkeypatch):
+def test_disassembler_absent(monkeypatch, tmp_path):
     import cuda.pathfinder
-    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
+    import cuda_magic.tools as finder
     r = compile_source(SAXPY + "// absent\n", cfg(), force=True)
+    r_nvcc = compile_source(SAXPY + "// absent\n", cfg(compiler="nvcc"), force=True)
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
+    monkeypatch.setattr(finder, "SYSTEM", {})            # not in /usr/local/cuda/bin either
+    monkeypatch.setattr(finder, "_found", {})            # nor found before
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ToolNotFoundError, match="nvdisasm was not found.*nvidia-cuda-nvdisasm"):
         sass(r)
-    r = compile_source(SAXPY + "// absent\n", cfg(compiler="nvcc"), force=True)
     with pytest.raises(ToolNotFoundError, match="cuobjdump was not found.*nvidia-cuda-cuobjdump"):
-        sass(r)
+        sass(r_nvcc)

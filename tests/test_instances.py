@@ -72,7 +72,7 @@ def test_instantiate_names_are_the_text_written(compiler, fresh_cache):
     assert any("bound as: reduce7_int_256_true = reduce7<int, 256u, true>(" in n for n in shown.notes)
     if compiler == "nvcc":        # the appended lines are shown after the cell, marked
         assert shown.source.startswith(CELL) and MARK in shown.source
-        assert "= &reduce7<int, 256, true>;" in shown.source.split(MARK)[1]
+        assert "<0, &reduce7<int, 256, true>>();" in shown.source.split(MARK)[1]
     else:
         assert shown.source == CELL
 
@@ -80,13 +80,15 @@ def test_instantiate_names_are_the_text_written(compiler, fresh_cache):
 def test_nvcc_compiles_the_cell_unchanged_then_the_instances():
     text = appended("a\nb", ["k<1>", "ns::k<2>"])
     lines = text.split("\n")
-    assert lines[:3] == ["a", "b", MARK] and lines[3].endswith("= &k<1>;")
-    assert lines[4].endswith("= &ns::k<2>;")
-    assert lines[6:8] == ["template __global__ void __cuda_magic_probe<0, decltype(&k<1>), &k<1>>();",
-                          "template __global__ void __cuda_magic_probe<1, decltype(&ns::k<2>), &ns::k<2>>();"]
+    assert lines[:3] == ["a", "b", MARK]
+    assert lines[4:6] == ["template __global__ void __cuda_magic_probe<0, &k<1>>();",
+                          "template __global__ void __cuda_magic_probe<1, &ns::k<2>>();"]
     first = first_appended_line("a\nb")
-    assert [instance_of_line(n, first, 2) for n in range(first - 1, first + 6)] == \
-        [None, 0, 1, None, 0, 1, None]
+    assert [instance_of_line(n, first, 2) for n in range(first - 1, first + 4)] == [None, None, 0, 1, None]
+    # below C++17 (no 'auto' template parameters) the probe spells the type too
+    old = appended("a\nb", ["k<1>"], ["-std=c++14"]).split("\n")
+    assert old[4] == "template __global__ void __cuda_magic_probe<0, decltype(&k<1>), &k<1>>();"
+    assert appended("a", ["k<1>"], ["-std", "c++11"]) != appended("a", ["k<1>"], ["-std=c++20"])
 
 
 @BOTH
@@ -236,3 +238,13 @@ __global__ void scale(const float* x, float* y, float a, int n) {
     assert [c.status for c in t.candidates] == ["compiled", "compiled"]
     assert [list(c.module.bindings) for c in t.candidates] == [["scale_2"], ["scale_4"]]
     assert t.candidates[1].module.result.compiler == "nvcc"
+
+
+def test_nvcc_probes_below_cxx17(fresh_cache):
+    src = ("enum Algo { RAKING, WARP };\ntemplate <Algo A, class T> __global__ void g(T* x, int* n) "
+           "{ x[0] = A + *n; }\n")
+    m = build(src, line_config(arch=ARCH, compiler="nvcc", nvcc="-std=c++14"),
+              instantiate=["g<WARP, float>", "g<RAKING, float>"])
+    said = demangle(k.symbol for k in m)
+    assert said[m.g_WARP_float.symbol] == "void g<(Algo)1, float>(float*, int*)"
+    assert said[m.g_RAKING_float.symbol] == "void g<(Algo)0, float>(float*, int*)"

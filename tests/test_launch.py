@@ -418,9 +418,10 @@ def test_a_launch_from_a_new_thread(shell):
 
 def test_the_plan_calls_cupys_launch_where_cupy_is_loaded(shell, monkeypatch):
     """With CuPy loaded the plan's last call is CuPy's launchKernel (driver.int_launch), on
-    any array and stream; PLAN_LAUNCH = "bindings" keeps cuda.bindings' cuLaunchKernel.  A
+    any array and stream; settings.plan_launch = "bindings" keeps cuda.bindings' cuLaunchKernel.  A
     launch the driver refuses raises the same CudaError on a warm launcher as on a first."""
-    from cuda_magic.runtime import CudaError, lost, kernel as kmod
+    from cuda_magic import settings
+    from cuda_magic.runtime import CudaError, lost
     cp = pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
     x, y = cp.arange(1024, dtype=cp.float32), cp.zeros(1024, cp.float32)
@@ -428,7 +429,7 @@ def test_the_plan_calls_cupys_launch_where_cupy_is_loaded(shell, monkeypatch):
     ty = torch.zeros_like(tx)
     s = cp.cuda.Stream(non_blocking=True)
     for mode, via in (("auto", "cupy"), ("bindings", "bindings")):
-        monkeypatch.setattr(kmod, "PLAN_LAUNCH", mode)
+        monkeypatch.setattr(settings, "plan_launch", mode)
         k = _fresh_scale(shell)
         for a in (1.0, 2.0, 3.0):
             k[4, 256](x, y, a, 1024)

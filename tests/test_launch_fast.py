@@ -284,15 +284,16 @@ extern "C" __global__ void three(float* y, Three t) { y[0] = t.a + t.b + t.c; }
 
 def test_which_call_the_plan_ends_in(monkeypatch):
     """CuPy's launchKernel where CuPy is loaded (driver.int_launch), for every signature;
-    cuda.bindings' cuLaunchKernel without it, or with PLAN_LAUNCH = "bindings"."""
-    from cuda_magic.runtime import Kernel, kernel as kmod
+    cuda.bindings' cuLaunchKernel without it, or with settings.plan_launch = "bindings"."""
+    from cuda_magic import settings
+    from cuda_magic.runtime import Kernel
     cell = build(SCALE + MORE, line_config(arch="sm_90"))
     got = {}
     for ints in (True, False):
         f = fd.install(counting=True, ints=ints)
         try:
             for mode in ("auto", "bindings"):
-                monkeypatch.setattr(kmod, "PLAN_LAUNCH", mode)
+                monkeypatch.setattr(settings, "plan_launch", mode)
                 for name, args, check in (
                         ("scale", (host(), np.zeros(64, np.float32), 2.0, 64), None),
                         ("three", (np.zeros(1, np.float32), np.array([1, 2, 4], np.float32).tobytes()),

@@ -20,6 +20,7 @@ from cuda_magic import view
 from cuda_magic.cell import build
 from cuda_magic.compile.backends import ToolNotFoundError
 from cuda_magic.runtime import CudaError, NoGPUError, reports, tools
+from cuda_magic import tools as finder
 from cuda_magic.runtime.args import ArgumentError
 from cuda_magic.runtime.launcher import CHILD_ENV, read_spec
 
@@ -76,40 +77,7 @@ def _exe(path: str, text: str = "#!/bin/sh\nexit 0\n") -> str:
     return path
 
 
-# ------------------------------------------------------------------------- finding the tools
-
-def test_find_tool_on_path(tmp_path):
-    ncu = _exe(str(tmp_path / "bin" / "ncu"))
-    assert tools.find_tool("ncu", environ={"PATH": str(tmp_path / "bin")}, system=()) == ncu
-
-
-def test_find_tool_in_cuda_home(tmp_path):
-    cs = _exe(str(tmp_path / "cuda" / "bin" / "compute-sanitizer"))
-    env = {"PATH": str(tmp_path / "empty"), "CUDA_HOME": str(tmp_path / "cuda")}
-    assert tools.find_tool("compute-sanitizer", environ=env, system=()) == cs
-
-
-def test_find_tool_newest_nsight_compute_install(tmp_path):
-    _exe(str(tmp_path / "nsight-compute" / "2024.1.0" / "ncu"))
-    new = _exe(str(tmp_path / "nsight-compute" / "2025.3.1" / "ncu"))
-    found = tools.find_tool("ncu", environ={"PATH": ""},
-                            system=(str(tmp_path / "nsight-compute" / "*"),))
-    assert found == new
-
-
-def test_find_tool_missing_says_what_to_install(tmp_path):
-    with pytest.raises(ToolNotFoundError, match=r"^ncu not found \(install Nsight Compute or put "
-                                                r"it on PATH\)$"):
-        tools.find_tool("ncu", environ={"PATH": str(tmp_path)}, system=())
-    with pytest.raises(ToolNotFoundError, match="compute-sanitizer not found"):
-        tools.find_tool("compute-sanitizer", environ={"PATH": ""}, system=())
-
-
-def test_find_tool_skips_files_that_do_not_run(tmp_path):
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "ncu").write_text("not executable")
-    with pytest.raises(ToolNotFoundError):
-        tools.find_tool("ncu", environ={"PATH": str(tmp_path / "bin")}, system=())
+# finding ncu and compute-sanitizer: tests/test_tool_finder.py (cuda_magic.tools.find)
 
 
 # ------------------------------------------------------------------------- the launch spec
@@ -251,6 +219,17 @@ def test_units():
     assert reports.number("65,536") == 65536 and reports.number("n/a") is None
 
 
+def test_the_two_reports_have_a_module_each():
+    """``runtime/ncu_report.py`` (Profile) and ``runtime/sanitizer_report.py`` (Check);
+    ``runtime.reports`` is both, one import, as before the split."""
+    from cuda_magic.runtime import ncu_report, sanitizer_report
+    assert reports.Profile is ncu_report.Profile and reports.Check is sanitizer_report.Check
+    assert set(reports.__all__) == {*ncu_report.__all__, *sanitizer_report.__all__, "short_dim"}
+    assert all(getattr(reports, name) is not None for name in reports.__all__)
+    assert not set(ncu_report.__all__) & set(sanitizer_report.__all__)
+    assert reports.short_dim((8, 8, 1)) == "(8, 8)" and reports.short_dim((256, 1, 1)) == "256"
+
+
 def test_profile_text_and_html():
     p = copy_profile()
     text = view(p).text()
@@ -352,12 +331,14 @@ def test_profile_without_ncu(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    monkeypatch.setattr(tools, "_SYSTEM", {})
+    monkeypatch.setattr(finder, "SYSTEM", {})
+    monkeypatch.setattr(finder, "_pathfinder_knows", lambda name: False)
     k = kernel(COPY, "copy")
     x = np.zeros(4, np.float32)
-    with pytest.raises(ToolNotFoundError, match=r"ncu not found \(install Nsight Compute"):
+    with pytest.raises(ToolNotFoundError, match=r"ncu was not found \(looked in PATH\); install "
+                                                r"Nsight Compute"):
         k.profile(1, 4, x, x, 4)
-    with pytest.raises(ToolNotFoundError, match="compute-sanitizer not found"):
+    with pytest.raises(ToolNotFoundError, match="compute-sanitizer was not found"):
         k.check(1, 4, x, x, 4)
 
 
@@ -501,7 +482,7 @@ def test_check_end_to_end_with_stand_in_sanitizer(stand_ins, monkeypatch):
 
 def _tool_or_skip(name):
     try:
-        return tools.find_tool(name)
+        return finder.find(name)
     except ToolNotFoundError as exc:
         pytest.skip(str(exc))
 

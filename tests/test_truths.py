@@ -15,7 +15,7 @@ from conftest import ARCH, SAXPY, cfg
 from cuda_magic import compile_source, sass, view
 from cuda_magic.inspect import diff
 from cuda_magic.compile.headers import cutlass_dir, toolkit_dirs
-from cuda_magic.display import html
+from cuda_magic.display import markup as html
 from cuda_magic.display.compare import CompareView
 from cuda_magic.display.sass import annotate
 
@@ -117,7 +117,8 @@ def test_compare_across_compilers_of_one_release_has_no_note(shell):
 
 @pytest.mark.skipif(not os.access(OLD_NVCC, os.X_OK), reason=f"no {OLD_NVCC} here")
 def test_compare_says_when_nvrtc_and_nvcc_differ_in_version(shell, monkeypatch):
-    monkeypatch.setattr(nvcc_backend, "find_nvcc", lambda: OLD_NVCC)
+    real = cuda_magic.tools.find
+    monkeypatch.setattr(cuda_magic.tools, "find", lambda name, **kw: OLD_NVCC if name == "nvcc" else real(name, **kw))
     old = nvcc_backend.version()
     c = _compare(shell, "// old nvcc\n")
     nvrtc_v = c.modules["a"].result.compiler_version

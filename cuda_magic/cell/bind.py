@@ -25,10 +25,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
+from ..compile.cpptypes import canonical_type, split_name, unqualified
 from ..compile.instances import find as find_instances
 from ..compile.instances import split as split_instance
 from ..compile.instances import tidy
-from ..runtime.types import Param, canonical_type
+from ..runtime.types import Param
 from . import signature
 from .signature import ANONYMOUS, KernelDecl, SignatureError, param_from_type
 
@@ -60,23 +61,6 @@ class Binding:
         if self.entry.param_types is not None:
             return f"{self.entry.name}({', '.join(self.entry.param_types)})"
         return f"{self.entry.name}({', '.join(p.declared or str(p) for p in self.params)})"
-
-
-def _split_name(name: str) -> tuple[str, str, bool]:
-    """``ns::k<256>`` -> ("ns", "k", True): namespace, base name, whether it has template args."""
-    depth, cut, base_end = 0, -1, len(name)
-    for i, ch in enumerate(name):
-        if ch in "<(":
-            if ch == "<" and depth == 0 and base_end == len(name) and i > cut + 1:
-                base_end = i
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        elif ch == ":" and depth == 0 and name[i:i + 2] == "::":
-            cut, base_end = i + 1, len(name)
-    head = name[:cut - 1] if cut > 0 else ""
-    base = name[cut + 1:base_end] if cut >= 0 else name[:base_end]
-    return head, base.strip(), base_end < len(name)
 
 
 def instance(decls: Sequence[KernelDecl], spelling: str) -> tuple[str, KernelDecl | None]:
@@ -132,7 +116,7 @@ def match(entry: Entry, decls: Sequence[KernelDecl]) -> KernelDecl | None:
         found = [d for d in decls if d.name == entry.symbol]
         sized = [d for d in found if entry.params is None or len(d.params) == len(entry.params)]
         return (sized or found or [None])[0]
-    ns, base, templated = _split_name(entry.name)
+    ns, base, templated = split_name(entry.name)
     found = [d for d in decls if d.name == base and bool(d.template) == templated]
     scoped = [d for d in found if d.namespace == ns or
               d.namespace.replace(ANONYMOUS, "") == ns.replace(ANONYMOUS, "")]
@@ -150,10 +134,10 @@ def ptx_of(result) -> str | None:
     if result.format == "ptx":
         return result.binary.decode("utf-8", "replace")
     if result.format == "fatbin":
-        from ..compile.binary import _extract
+        from ..compile.binary import fatbin_extract
         try:
             return "\n".join(d.rstrip(b"\0").decode("utf-8", "replace")
-                             for _, d in _extract(result.binary, "ptx"))
+                             for _, d in fatbin_extract(result.binary, "ptx"))
         except Exception:   # no PTX image, or no cuobjdump: the parameters stay unknown
             return None
     return None
@@ -234,12 +218,6 @@ def _ident(text: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"\W", "_", text)).strip("_") or "kernel"
 
 
-def unqualified(name: str) -> str:
-    """``ns::k<256>`` -> ``k<256>``: the name without its namespace."""
-    ns = _split_name(name)[0]
-    return name[len(ns) + 2:] if ns else name
-
-
 def plain_name(name: str) -> str:
     """The Python name a kernel gets when nothing clashes: ``ns::k<256>`` -> ``k_256``."""
     return _ident(unqualified(name))
@@ -250,7 +228,7 @@ def _as_written(b: Binding) -> str:
     name = tidy(b.name)
     if not b.written:
         return name
-    ns = _split_name(name)[0]
+    ns = split_name(name)[0]
     text = unqualified(tidy(b.written[0].replace(ANONYMOUS + "::", "").strip().lstrip(":")))
     return f"{ns}::{text}" if ns else text
 

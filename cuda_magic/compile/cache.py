@@ -38,12 +38,12 @@ import warnings
 from collections import OrderedDict
 from typing import Any, Mapping
 
-__all__ = ["Cache", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_ENTRY_BYTES", "STALE_TMP_SECONDS",
-           "secret_path"]
+from .. import settings
 
-DEFAULT_MAX_BYTES = 256 * 2**20        # memory cache budget
+__all__ = ["Cache", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_ENTRY_BYTES", "secret_path"]
+
+DEFAULT_MAX_BYTES = settings.TABLE["cache_limit"].default   # memory cache budget: 256 MiB
 DEFAULT_MAX_ENTRY_BYTES = 256 * 2**20  # largest disk entry written or read
-STALE_TMP_SECONDS = 300                # our .tmp-* files older than this are removed on open
 ENTRY_OVERHEAD = 1024                  # bytes counted per memory entry besides its text
 
 _VERSION = 1
@@ -350,9 +350,9 @@ class Cache:
         self._remove_stale_tmp()
 
     def _remove_stale_tmp(self) -> None:
-        """Remove our own ``.tmp-*`` files left by interrupted writes (old enough that no
-        writer can still be busy with them)."""
-        now, uid = time.time(), _euid()
+        """Remove our own ``.tmp-*`` files left by interrupted writes (older than
+        ``settings.stale_tmp_seconds``: no writer can still be busy with them)."""
+        now, uid, age = time.time(), _euid(), settings.stale_tmp_seconds
         try:
             with os.scandir(self.directory) as it:
                 for entry in it:
@@ -361,7 +361,7 @@ class Cache:
                     try:
                         st = entry.stat(follow_symlinks=False)
                         if (stat.S_ISREG(st.st_mode) and (uid is None or st.st_uid == uid)
-                                and now - st.st_mtime > STALE_TMP_SECONDS):
+                                and now - st.st_mtime > age):
                             os.unlink(entry.path)
                     except OSError:
                         pass

@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 from .arch import detect_arch
 from .backends import CompileError, InputTypeError, Output, get_backend
+from .. import settings
 from .cache import Cache
 from . import headers as _headers
 from . import link as _link
@@ -167,7 +168,20 @@ def match_symbol(name: str, symbols) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-_CACHE = Cache(os.environ.get("CUDA_MAGIC_CACHE_DIR") or None)  # never raises: warns, memory only
+# settings.cache_dir / cache_limit ($CUDA_MAGIC_CACHE_DIR/_LIMIT, read now); never raises: warns,
+# memory only
+_CACHE = Cache(settings.cache_dir, max_bytes=settings.cache_limit)
+
+
+def _open_cache(directory) -> None:
+    """settings.cache_dir changed: a new cache there (the in-memory entries start afresh)."""
+    global _CACHE
+    _CACHE = Cache(directory, _CACHE.max_entries, max_bytes=_CACHE.max_bytes,
+                   max_entry_bytes=_CACHE.max_entry_bytes)
+
+
+settings.watch("cache_dir", _open_cache)
+settings.watch("cache_limit", lambda nbytes: _CACHE.set_max_bytes(nbytes))
 
 
 def _std() -> Mapping[str, str]:
@@ -183,23 +197,23 @@ def cache() -> Cache:
 def set_cache_dir(directory: str | os.PathLike | None) -> None:
     """Also keep compiled binaries on disk in ``directory`` (``None``: memory only).
 
-    The default comes from the ``CUDA_MAGIC_CACHE_DIR`` environment variable.  The
+    Sets :data:`cuda_magic.settings.cache_dir <cuda_magic.settings>`, whose default
+    comes from the ``CUDA_MAGIC_CACHE_DIR`` environment variable.  The
     path is made absolute (``~`` expanded) now, so a later ``%cd`` does not move it.
     A directory that does not exist is created 0700; an existing one is used as it is
     (never chmodded) if it is this user's and nobody else can write it, otherwise this
     warns (``RuntimeWarning``) and the cache stays in memory only.  See docs/cache.md.
     The in-memory entries start afresh; the memory limit is kept.
     """
-    global _CACHE
-    _CACHE = Cache(directory, _CACHE.max_entries, max_bytes=_CACHE.max_bytes,
-                   max_entry_bytes=_CACHE.max_entry_bytes)
+    settings.put("cache_dir", directory, by="set_cache_dir")
 
 
 def set_cache_limit(nbytes: int) -> None:
     """Bound the in-memory compile cache at ``nbytes`` (default 256 MiB; 0 keeps
     nothing).  Each result counts its source, binary, log, PTX and derived text (SASS);
-    the least recently used go first.  Kept across :func:`set_cache_dir`."""
-    _CACHE.set_max_bytes(nbytes)
+    the least recently used go first.  Kept across :func:`set_cache_dir`.  Sets
+    ``cuda_magic.settings.cache_limit``."""
+    settings.put("cache_limit", nbytes, by="nbytes")
 
 
 def clear_cache(*, disk: bool = False) -> None:

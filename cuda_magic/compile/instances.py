@@ -9,14 +9,14 @@ instantiation), and what the binary calls them.
   unqualified name (``(cub::_V_300500_SM_900::BlockReduceAlgorithm)1`` ->
   ``(BlockReduceAlgorithm)1``).
 - :func:`appended`: what nvcc compiles for ``--instantiate`` (nvcc has no name expressions):
-  the cell unchanged, then one address-taking line per instance, which makes the compiler
-  instantiate the kernel for the device (``static auto* __cuda_magic_instance_0 = &k<float>;``;
-  unlike an explicit instantiation it needs no parameter types and works for templates in
-  an unnamed namespace), then a *probe* per instance: an empty kernel whose template
-  arguments are the instance's number and its address
-  (``template __global__ void __cuda_magic_probe<0, decltype(&k<float>), &k<float>>();``), so
-  its mangled name holds the instance's mangled name -- the compiler's own answer to which
-  entry the text is, whatever enumerators or typedefs it spells.  Probes are never bound
+  the cell unchanged, then a *probe* line per instance: the explicit instantiation of an empty
+  kernel whose template arguments are the instance's number and its address
+  (``template __global__ void __cuda_magic_probe<0, &k<float>>();``).  Taking the address
+  makes the compiler instantiate the kernel for the device (no parameter types needed, and it
+  works for templates in an unnamed namespace); the probe's demangled name then holds the
+  instance's signature -- the compiler's own answer to which entry the text is, whatever
+  enumerators or typedefs it spells.  Below C++17 (``auto`` template parameters) the probe
+  spells the type too: ``<0, decltype(&k<float>), &k<float>>``.  Probes are never bound
   (:data:`~cuda_magic.compile.binary.NOT_THE_CELLS`).  The cell's line numbers are unchanged.
 - :func:`probed`: the entry each instance is, read from the probes (nvcc);
   :func:`find`: by matching the user's text against the demangled entries (tune points,
@@ -31,7 +31,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import Error
 
 __all__ = ["tidy", "split", "appended", "appended_lines", "first_appended_line", "instance_of_line",
-           "find", "probed", "candidates", "lowered", "InstanceError", "MARK", "PROBE"]
+           "find", "probed", "candidates", "lowered", "before_cxx17", "InstanceError", "MARK", "PROBE"]
 
 MARK = "// cuda-magic: --instantiate under nvcc (lines appended after the cell)"
 
@@ -167,35 +167,45 @@ def candidates(name: str, entries: Iterable) -> list[str]:
 
 
 PROBE = "__cuda_magic_probe"
+_OLD_STD = re.compile(r"^-{1,2}std(?:=|$)(?:c|gnu)\+\+(?:98|03|0x|11|1y|14)$")
 
 
-def appended_lines(names: Sequence[str]) -> list[str]:
-    """The lines nvcc compiles after the cell for ``names`` (see the module docstring): the
-    address-taking line of instance ``i`` on line ``first + i``, its probe on ``first + n + 1 + i``
-    (``first``: :func:`first_appended_line`)."""
+def before_cxx17(flags: Sequence[str]) -> bool:
+    """Whether nvcc ``flags`` pick a C++ standard before C++17 (nvcc's default is C++17)."""
+    flags, std = list(flags), None
+    for i, f in enumerate(flags):
+        if f in ("-std", "--std") and i + 1 < len(flags):
+            std = f"-std={flags[i + 1]}"
+        elif f.startswith(("-std=", "--std=")):
+            std = f
+    return bool(std and _OLD_STD.match(std))
+
+
+def appended_lines(names: Sequence[str], flags: Sequence[str] = ()) -> list[str]:
+    """The lines nvcc compiles after the cell for ``names`` with ``flags`` (see the module
+    docstring): the probe of instance ``i`` on line ``first + 1 + i`` (``first``:
+    :func:`first_appended_line`)."""
     if not names:
         return []
-    return ([MARK] + [f"static __attribute__((unused)) auto* __cuda_magic_instance_{i} = &{n};"
-                      for i, n in enumerate(names)]
-            + [f"template <int, class T, T> __global__ void {PROBE}() {{}}"]
-            + [f"template __global__ void {PROBE}<{i}, decltype(&{n}), &{n}>();"
-               for i, n in enumerate(names)])
+    if before_cxx17(flags):
+        return ([MARK, f"template <int, class T, T> __global__ void {PROBE}() {{}}"]
+                + [f"template __global__ void {PROBE}<{i}, decltype(&{n}), &{n}>();"
+                   for i, n in enumerate(names)])
+    return ([MARK, f"template <int, auto> __global__ void {PROBE}() {{}}"]
+            + [f"template __global__ void {PROBE}<{i}, &{n}>();" for i, n in enumerate(names)])
 
 
 def instance_of_line(line: int, first: int, count: int) -> int | None:
     """Which of ``count`` instances appended line ``line`` belongs to (None: not one of theirs)."""
-    for start in (first, first + count + 1):
-        if 0 <= line - start < count:
-            return line - start
-    return None
+    return line - first - 1 if 0 <= line - first - 1 < count else None
 
 
 def probed(names: Sequence[str], symbols: Iterable[str], entries: Iterable) -> dict[str, str]:
     """``{instance text: entry symbol}`` from the probes among ``symbols`` (every entry symbol
     of the binary, :func:`~cuda_magic.compile.binary.entry_symbols`): the probe of instance
-    ``i`` demangles to ``void __cuda_magic_probe<i, void (*)(...), &(<the entry's demangled
-    signature>)>()`` (its mangled name cannot be searched for the entry's: the two share one
-    substitution table, so ``Pi`` may read ``S0_`` inside the probe)."""
+    ``i`` demangles to ``void __cuda_magic_probe<i, &(<the entry's demangled signature>)>()``
+    (its mangled name cannot be searched for the entry's: the two share one substitution
+    table, so ``Pi`` may read ``S0_`` inside the probe)."""
     from .binary import demangle
     probes = {}
     for sym in symbols:
@@ -220,9 +230,9 @@ def first_appended_line(source: str) -> int:
     return source.count("\n") + (0 if source.endswith("\n") or not source else 1) + 2
 
 
-def appended(source: str, names: Sequence[str]) -> str:
+def appended(source: str, names: Sequence[str], flags: Sequence[str] = ()) -> str:
     """``source`` with :func:`appended_lines` after it (its own lines unchanged)."""
-    lines = appended_lines(names)
+    lines = appended_lines(names, flags)
     if not lines:
         return source
     return source + ("" if source.endswith("\n") or not source else "\n") + "\n".join(lines) + "\n"

@@ -12,11 +12,11 @@ dropped), the full argv, the in-memory headers, the user headers read and the
 toolkit, so a PCH is only ever offered to a compile it was made for.  The flag is
 in the argv that ran, and ``Output.pch`` says ``created`` or ``used``.
 
-Files live in ``$CUDA_MAGIC_PCH_DIR`` or ``~/.cache/cuda-magic/pch`` (a 0700
-directory we create, or one owned by us and not writable by others); each is
-~300 MB, so the directory is capped (:func:`set_limit`, default 2 GiB, least
-recently used first out).  :func:`clear` empties it; ``CUDA_MAGIC_PCH=0`` turns
-PCH off.
+Files live in ``settings.pch_dir`` (``$CUDA_MAGIC_PCH_DIR`` or ``~/.cache/cuda-magic/pch``: a
+0700 directory we create, or one owned by us and not writable by others); each is
+~300 MB, so the directory is capped (``settings.pch_limit``, :func:`set_limit`, default 2 GiB,
+least recently used first out).  :func:`clear` empties it; ``settings.pch = False``
+(``CUDA_MAGIC_PCH=0``) turns PCH off.  See :mod:`cuda_magic.settings`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import stat
 import threading
 from typing import Mapping, Sequence
 
+from .. import settings
+
 __all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage"]
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
@@ -37,20 +39,18 @@ HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
          "cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h")   # these three include fp16 and bf16
 
 _LOCK = threading.Lock()       # one PCH creation at a time (the heap size is process-wide)
-_state = {"limit": int(os.environ.get("CUDA_MAGIC_PCH_LIMIT", 2 << 30)), "dir": None,
-          "checked": None}
+_state = {"checked": None}
 
 
 def enabled() -> bool:
-    return os.environ.get("CUDA_MAGIC_PCH", "1") not in ("0", "off", "false", "no")
+    """``settings.pch`` (``CUDA_MAGIC_PCH``)."""
+    return settings.pch
 
 
 def directory() -> str | None:
-    """The PCH directory (created 0700 on first use), or None if none can be used."""
-    path = os.environ.get("CUDA_MAGIC_PCH_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "cuda-magic", "pch")
-    path = os.path.abspath(path)
+    """The PCH directory, ``settings.pch_dir`` (created 0700 on first use), or None if none can
+    be used."""
+    path = os.path.abspath(settings.pch_dir)
     if _state["checked"] == path:
         return path
     try:
@@ -65,9 +65,9 @@ def directory() -> str | None:
 
 
 def set_limit(nbytes: int) -> None:
-    """Cap the PCH directory at ``nbytes`` (oldest-used files are removed first)."""
-    _state["limit"] = int(nbytes)
-    _evict()
+    """Cap the PCH directory at ``nbytes`` (oldest-used files are removed first): sets
+    ``settings.pch_limit``."""
+    settings.put("pch_limit", nbytes, by="nbytes")
 
 
 def usage() -> tuple[int, int]:
@@ -101,10 +101,11 @@ def _files() -> list[tuple[str, int, float]]:
 
 def _evict(keep: str | None = None) -> None:
     files = sorted(_files(), key=lambda f: f[2], reverse=True)   # most recently used first
+    limit = settings.pch_limit
     total = 0
     for path, size, _ in files:
         total += size
-        if total > _state["limit"] and path != keep:
+        if total > limit and path != keep:
             try:
                 os.unlink(path)
             except OSError:
@@ -191,3 +192,6 @@ def created(tmp: str, path: str) -> None:
 
 def lock() -> threading.Lock:
     return _LOCK
+
+
+settings.watch("pch_limit", lambda nbytes: _evict())

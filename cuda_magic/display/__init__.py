@@ -5,7 +5,8 @@
 (and a Comparison, a Tuning, a Timing... in their own views);
 each frontend gets the richest form it can show (``_repr_mimebundle_``):
 JupyterLab the tabbed widget, nbconvert the HTML, terminal IPython the text.
-``show(obj, what)`` prints one part as text.
+``show(obj, what)`` prints one part as text (the view's ``part()``).
+Which view shows which result type is one table, :data:`.registry.VIEWS`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from .. import inspect
 from ..compile.backends import CompileError
 from ..cell import session_config
 from ..config import Error, clip, printable, quote
-from . import html, text
-from .content import Build, Content, Entry, argv_text, content
+from . import markup, registry, text
+from .content import Build, Content, Entry, argv_text, content as content_of
 
 __all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "ShowError", "ViewError", "view",
            "show", "lines", "WHAT"]
@@ -60,7 +61,7 @@ class CellView:
 
     def __init__(self, obj, *, static_sass: bool = False):
         self.obj = obj
-        self.content: Content = content(obj)
+        self.content: Content = content_of(obj)
         self.static_sass = static_sass
 
     # -- the lazy parts ------------------------------------------------------------------------
@@ -86,7 +87,7 @@ class CellView:
     def html(self, sass: bool = True) -> str:
         """Static HTML; ``sass=False`` includes SASS (and the hottest lines) only where they
         were already computed."""
-        from .lines import hottest_html, unavailable
+        from .line_cost import hottest_html, unavailable
 
         def sass_of(b, e):
             return self.sass_of(b, e) if sass or inspect.has_sass(b.result) else None
@@ -98,8 +99,51 @@ class CellView:
                 except Exception as exc:       # no nvdisasm: the rest of the page still shows
                     hot.append(unavailable(exc, e.name))
         from .archs import html_section           # an arch list: the archs side by side
-        return html.page(self.content, sass_of, lines_html="".join(hot)) + \
+        return markup.page(self.content, sass_of, lines_html="".join(hot)) + \
             html_section(self.obj, sass)
+
+    def part(self, what: str = "summary", kernel: str | None = None, *, raw: bool = False,
+             block: int = 256) -> str:
+        """What ``show(m, what, kernel)`` prints (:func:`show` says what each part is)."""
+        if what == "numbers":
+            raise ShowError("what='numbers' is for a %%cuda_compare Comparison; this is a compiled "
+                            "cell")
+        if what == "archs":
+            from .archs import several, text as archs_text
+            if not several(self.obj):
+                raise ShowError("what='archs' is for a cell built for several archs: %%cuda --arch "
+                                "sm_80,sm_90a (or //| arch: [sm_80, sm_90a])")
+            if kernel is not None:
+                kernel = _entry(self.content, kernel)[1].kernel.name
+            return "\n".join(archs_text(self.obj, block, raw, kernel))
+        c = self.content
+        picked = [_entry(c, kernel)] if kernel is not None else c.entries
+        builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)
+        narrowed = Content(c.source, tuple(Build(b.result, tuple(e for bb, e in picked if bb is b))
+                                           for b in builds), c.templates, c.notes)
+        if what == "summary":
+            body = text.summary(narrowed)
+        elif what == "config":
+            body = text.config_of(narrowed)
+        elif what == "argv":        # exactly as it ran (the views name long paths: -I<cccl>)
+            body = text.exact_argv([(b.label, b.result.argv) for b in narrowed.builds])
+        elif what == "resources":
+            body = text.resources(narrowed)
+        elif what == "log":
+            body = text.log(narrowed)
+        elif what == "source":
+            body = text.numbered(c.source)
+        elif what == "lines":
+            from .line_cost import hottest_text, text_table_of
+            body = "\n\n".join("\n".join([text_table_of(e.name, kl), *hottest_text(e.name, kl)])
+                               for b, e in picked for kl in [self.lines_of(b, e)])
+        elif what == "sass":
+            from .sass import annotate
+            body = "\n".join(annotate(self.sass_of(b, e), c.source, b.result.inputs)
+                             for b, e in picked)
+        else:
+            body = "\n".join(self.ptx_of(b) for b in builds)
+        return body.rstrip("\n")
 
     def widget(self):
         """The ipywidgets view (a VBox: header, then the tabs)."""
@@ -135,11 +179,16 @@ class ErrorView:
     def text(self) -> str:
         return f"{self.error}\nargv: {argv_text(self.error.argv)}"
 
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        """What ``show(e, what)`` prints: the log, the argv, or the error with its argv."""
+        return self.error.log if what == "log" else argv_text(self.error.argv) if what == "argv" \
+            else self.text()
+
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
-        return html.error(self.error)
+        return markup.error(self.error)
 
 
 class HeaderView:
@@ -157,12 +206,15 @@ class HeaderView:
         after = " (they recompile on their next run)" if self.changed else ""
         return f"{head}\nincluded by: {', '.join(self.users)}{after}"
 
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        return self.text()
+
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
         head, rest = self.text().split("\n", 1)
-        return f'<div class="cuda-magic">{html.note(head, "font-weight: bold")}{html.note(rest)}</div>'
+        return f'<div class="cuda-magic">{markup.note(head, "font-weight: bold")}{markup.note(rest)}</div>'
 
 
 class ConfigView:
@@ -184,43 +236,31 @@ class ConfigView:
     def text(self) -> str:
         return "\n".join([self._lead(), text.config([("resolved", self.resolved)]), *self._missing()])
 
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        return self.text()
+
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(printable(self.text()))
 
     def _repr_html_(self) -> str:
-        body = html.config([("resolved", self.resolved)], lead=html.note(self._lead(), ""))
-        return f'<div class="cuda-magic">{body}{"".join(html.note(m, html.WARN) for m in self._missing())}</div>'
+        body = markup.config([("resolved", self.resolved)], lead=markup.note(self._lead(), ""))
+        return f'<div class="cuda-magic">{body}{"".join(markup.note(m, markup.WARN) for m in self._missing())}</div>'
 
 
 def view(obj, **options):
-    """The view of a Module, CompilationResult, Comparison, Tuning or CompileError (a view is
-    returned as is)."""
-    from ..variants.comparison import Comparison
-    from .compare import CompareView
-    from .tune import TuneView
-    if isinstance(obj, (CellView, ErrorView, ConfigView, CompareView, TuneView)):
+    """The view of a result (a Module, CompilationResult, CompileError, Comparison, Tuning,
+    Timing, History, Profile or Check: :data:`.registry.VIEWS`); a view is returned as is.
+    ``options`` (``static_sass=True``) go to the views that take them."""
+    if registry.is_view(obj):
         return obj
-    tune = sys.modules.get("cuda_magic.variants.tune")      # not loaded: obj is no Tuning
-    if tune is not None and isinstance(obj, tune.Tuning):
-        return TuneView(obj)
-    if isinstance(obj, CompileError):
-        return ErrorView(obj)
-    from .measure import MeasureView, kind
-    if isinstance(obj, MeasureView):
-        return obj
-    if kind(obj) is not None:            # a Timing, History, Profile or Check
-        return MeasureView(obj)
-    if isinstance(obj, Comparison):
-        return CompareView(obj)
-    from ..cell import Module
-    from ..compile.compiler import CompilationResult
-    from ..runtime import Kernel
-    if not isinstance(obj, (Module, CompilationResult)):
+    entry = registry.lookup(obj)
+    if entry is None:
+        from ..runtime import Kernel
         hint = " (for a Kernel k, its build: show(k.result, 'sass'))" if isinstance(obj, Kernel) else ""
-        raise ViewError(f"cannot show {type(obj).__name__} {quote(obj, 60)}: pass a %%cuda Module, a "
-                        f"CompilationResult, a %%cuda_compare Comparison, a %%cuda_tune Tuning, a "
-                        f"CompileError, or a Timing, History, Profile or Check{hint}")
-    return CellView(obj, **options)
+        labels = [v.label for v in registry.VIEWS]
+        raise ViewError(f"cannot show {type(obj).__name__} {quote(obj, 60)}: pass "
+                        f"{', '.join(labels[:-1])} or {labels[-1]}{hint}")
+    return registry.make(entry, obj, options)
 
 
 def _entry(c: Content, kernel: str):
@@ -259,81 +299,7 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
     if what not in (*WHAT, "numbers"):
         raise ShowError(f"what={clip(repr(what), 80)}: choose one of {', '.join(WHAT)} (numbers: a "
                         f"comparison's)")
-    out = file or sys.stdout
-    v = view(obj)
-    from .measure import MeasureView
-    if isinstance(v, MeasureView):       # a measurement: all of it (a Profile: "lines" too)
-        print((v.lines() if what == "lines" else v.text()).rstrip("\n"), file=out)
-        return
-    from .tune import TuneView
-    if isinstance(v, TuneView):          # a sweep: all of it (its rows as data: t.rows())
-        if what != "summary" or kernel is not None:
-            raise ShowError(f"a Tuning shows whole: show(t); its rows: t.rows(), the winner's "
-                            f"cell: t.cell, its build: show(t.module, {what!r})")
-        print(v.text().rstrip("\n"), file=out)
-        return
-    if isinstance(v, ErrorView):
-        print(v.error.log if what == "log" else argv_text(v.error.argv) if what == "argv" else
-              v.text(), file=out)
-        return
-    if isinstance(v, ConfigView):
-        print(v.text(), file=out)
-        return
-    if not isinstance(v, CellView):          # a comparison: its parts, or all of it
-        from .compare import text_parts
-        cmp = v.comparison
-        if kernel is not None and kernel not in cmp.kernels:
-            raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are "
-                            f"{', '.join(cmp.kernels) or 'none'}")
-        if what in ("archs", "lines"):
-            raise ShowError(f"what={what!r} is for a %%cuda Module; compare archs with "
-                            f"%%cuda_compare --vary arch=sm_80,sm_90a and show(c, 'sass')")
-        if what == "source":
-            body = text.numbered(cmp.source)
-        elif what in ("summary", "log"):
-            body = v.text()
-        else:
-            body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx", raw=raw)[what])
-        print(body.rstrip("\n"), file=out)
-        return
-    if what == "numbers":
-        raise ShowError("what='numbers' is for a %%cuda_compare Comparison; this is a compiled cell")
-    if what == "archs":
-        from .archs import several, text as archs_text
-        if not several(v.obj):
-            raise ShowError("what='archs' is for a cell built for several archs: %%cuda --arch "
-                            "sm_80,sm_90a (or //| arch: [sm_80, sm_90a])")
-        if kernel is not None:
-            kernel = _entry(v.content, kernel)[1].kernel.name
-        print("\n".join(archs_text(v.obj, block, raw, kernel)), file=out)
-        return
-    c = v.content
-    picked = [_entry(c, kernel)] if kernel is not None else c.entries
-    builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)
-    narrowed = Content(c.source, tuple(Build(b.result, tuple(e for bb, e in picked if bb is b))
-                                       for b in builds), c.templates, c.notes)
-    if what == "summary":
-        body = text.summary(narrowed)
-    elif what == "config":
-        body = text.config_of(narrowed)
-    elif what == "argv":        # exactly as it ran (the views name long paths: -I<cccl>)
-        body = text.exact_argv([(b.label, b.result.argv) for b in narrowed.builds])
-    elif what == "resources":
-        body = text.resources(narrowed)
-    elif what == "log":
-        body = text.log(narrowed)
-    elif what == "source":
-        body = text.numbered(c.source)
-    elif what == "lines":
-        from .lines import hottest_text, text_table_of
-        body = "\n\n".join("\n".join([text_table_of(e.name, kl), *hottest_text(e.name, kl)])
-                           for b, e in picked for kl in [v.lines_of(b, e)])
-    elif what == "sass":
-        from .sass import annotate
-        body = "\n".join(annotate(v.sass_of(b, e), c.source, b.result.inputs) for b, e in picked)
-    else:
-        body = "\n".join(v.ptx_of(b) for b in builds)
-    print(body.rstrip("\n"), file=out)
+    print(view(obj).part(what, kernel, raw=raw, block=block), file=file or sys.stdout)
 
 
 def lines(obj, kernel: str | None = None):
@@ -347,7 +313,7 @@ def lines(obj, kernel: str | None = None):
 
         cuda_magic.lines(m, "heavy")        # which lines need the registers and spill
     """
-    from .lines import rows
+    from .line_cost import rows
     v = view(obj)
     if not isinstance(v, CellView):
         raise ViewError(f"lines() takes a %%cuda Module or a CompilationResult, not "

@@ -15,7 +15,7 @@ from html import escape
 from .. import inspect
 from ..inspect import diff
 from ..inspect.archs import BLOCK_SIZES
-from . import html
+from . import markup
 from .compare import html_pair, text_pair
 from .text import table as text_table
 
@@ -110,7 +110,7 @@ def _table_html(m, block: int) -> str:
     body = [[escape(k), escape(label),
              *[f"<b>{escape(v)}</b>" if differs else escape(v) for v in values]]
             for k, label, values, differs in rows]
-    return html.table([escape(h) for h in head], body) + html.note(
+    return markup.table([escape(h) for h in head], body) + markup.note(
         f"occupancy at {block} threads per block, from ptxas figures and each arch's limits; "
         f"bold: differs between archs")
 
@@ -128,19 +128,19 @@ def html_section(m, sass: bool = True) -> str:
     if not several(m):
         return ""
     a, b = m.archs[:2]
-    parts = [html.note(m.arch_note() or "", ""), _table_html(m, BLOCK),
-             html.note(f"SASS {b} vs {a} (the first two archs)", "font-weight: bold")]
+    parts = [markup.note(m.arch_note() or "", ""), _table_html(m, BLOCK),
+             markup.note(f"SASS {b} vs {a} (the first two archs)", "font-weight: bold")]
     for name, x, y in _pairs(m, a, b):
         ready = sass or all(inspect.has_sass(m.result_of(name, arch)) for arch in (x, y))
         if not ready:
-            parts.append(html.note(f"{name}: the SASS diff is made when the Archs tab is opened, "
+            parts.append(markup.note(f"{name}: the SASS diff is made when the Archs tab is opened, "
                                    f'or by cuda_magic.show(m, "archs")'))
             continue
         try:
             parts.append(_diff_html(m, name, x, y, details=True))
         except Exception as exc:        # no nvdisasm: the table still shows
-            parts.append(html.note(f"{name}: SASS diff unavailable: {exc}", html.WARN))
-    return f'<div class="cuda-magic">{html.section("Archs", "".join(parts))}</div>'
+            parts.append(markup.note(f"{name}: SASS diff unavailable: {exc}", markup.WARN))
+    return f'<div class="cuda-magic">{markup.section("Archs", "".join(parts))}</div>'
 
 
 def add_tab(widgets, tab, m) -> None:
@@ -162,7 +162,7 @@ def add_tab(widgets, tab, m) -> None:
                                  value="side", style={"button_width": "auto"})
     raw = widgets.Checkbox(value=False, description="raw registers", indent=False,
                            layout=widgets.Layout(width="auto", margin="0 0 0 14px"))
-    pane = widgets.HTML(html.note("the SASS diff is made when this tab is opened"))
+    pane = widgets.HTML(markup.note("the SASS diff is made when this tab is opened"))
     state = {"shown": False}
 
     def show_table(_=None):
@@ -172,7 +172,7 @@ def add_tab(widgets, tab, m) -> None:
         if not state["shown"]:
             return
         if not m.kernels:
-            pane.value = html.note("no kernels in this cell")
+            pane.value = markup.note("no kernels in this cell")
             return
         from .widget import live
         try:
@@ -180,7 +180,7 @@ def add_tab(widgets, tab, m) -> None:
                 page = _diff_html(m, kernel.value, left.value, right.value, mode.value, raw.value)
             pane.value = page
         except Exception as exc:        # a missing tool: say so in the tab
-            pane.value = html.note(f"{type(exc).__name__}: {exc}", html.ERR)
+            pane.value = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
 
     def opened(change):
         if change["new"] == index and not state["shown"]:

@@ -16,12 +16,13 @@ import base64
 import io
 from html import escape
 
+from ..config import clip
 from ..inspect import diff
 from ..variants import TOGGLES
-from . import html
+from . import markup
 from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,
                       compilers, version_note)
-from .text import table as text_table
+from .text import numbered, table as text_table
 
 __all__ = ["CompareView", "builds", "resource_diff", "header", "notes", "changes", "text_pair",
            "html_pair"]
@@ -261,24 +262,24 @@ def _unified_html(lines: list[str], code) -> str:
         tag = "equal" if line.startswith(("+++", "---", "@@")) else \
             "insert" if line.startswith("+") else "delete" if line.startswith("-") else "equal"
         rows.append(f'<div style="{BG[tag]}">{code(line) or "&nbsp;"}</div>')
-    return f'<div style="{html.PRE}">{"".join(rows)}</div>'
+    return f'<div style="{markup.PRE}">{"".join(rows)}</div>'
 
 
 def _rows_html(left: str, right: str, d: diff.Diff, mode: str) -> str:
     """The rows of one diff: side by side (folded) or unified."""
     if mode == "unified":
         return _unified_html(d.unified(left, right), _code)
-    cell = f"padding: 0 8px; {html.MONO}; white-space: pre"
+    cell = f"padding: 0 8px; {markup.MONO}; white-space: pre"
     rows = [f'<tr><th style="{cell}; text-align: left">{escape(left)}</th><th></th>'
             f'<th style="{cell}; text-align: left">{escape(right)}</th></tr>']
     for row in folded(d.rows()):
         if isinstance(row, int):
-            rows.append(f'<tr><td colspan="3" style="{cell}; {html.DIM}">… {row} equal lines</td></tr>')
+            rows.append(f'<tr><td colspan="3" style="{cell}; {markup.DIM}">… {row} equal lines</td></tr>')
             continue
         rows.append(f'<tr style="{BG[row.tag]}"><td style="{cell}">{_code(row.left)}</td>'
-                    f'<td style="{cell}; {html.DIM}">{MARK[row.tag]}</td>'
+                    f'<td style="{cell}; {markup.DIM}">{MARK[row.tag]}</td>'
                     f'<td style="{cell}">{_code(row.right)}</td></tr>')
-    return (f'<div style="{html.PRE}; white-space: normal"><table style="border-collapse: '
+    return (f'<div style="{markup.PRE}; white-space: normal"><table style="border-collapse: '
             f'collapse">{"".join(rows)}</table></div>')
 
 
@@ -289,14 +290,14 @@ def html_pair(kernel: str, left: str, right: str, d: diff.Diff, mode: str, *,
     ``raw`` (the un-normalised diff) a ``<details>`` holding it when it differs."""
     if raw is not None:
         raw_changed = raw.changed
-    out = [html.note(f"{kernel}: {right} vs {left}: {changed_text(d, raw_changed)}{extra}",
+    out = [markup.note(f"{kernel}: {right} vs {left}: {changed_text(d, raw_changed)}{extra}",
                      "font-weight: bold")]
     if summary:
-        out.append(html.note(summary, ""))
+        out.append(markup.note(summary, ""))
     if not d.equal:
         out.append(_rows_html(left, right, d, mode))
     if raw is not None and d.normalized and raw.changed != d.changed:
-        out.append(f'<details><summary style="{html.MONO}; {html.DIM}; cursor: pointer">raw '
+        out.append(f'<details><summary style="{markup.MONO}; {markup.DIM}; cursor: pointer">raw '
                    f'registers: {changed_text(raw)}</summary>{_rows_html(left, right, raw, mode)}'
                    f'</details>')
     return "".join(out)
@@ -313,13 +314,13 @@ def html_sass(cmp, kernel: str, mode: str, raw: bool = False, details: bool = Fa
             raw=cmp.diff(name, kernel, raw=True) if details and not raw else None,
             extra=f" · .FTZ {cmp.ftz(cmp.baseline, kernel)} → {cmp.ftz(name, kernel)}",
             summary=cmp.summary(name, kernel)))
-    return "".join(blocks) or html.note("one variant only")
+    return "".join(blocks) or markup.note("one variant only")
 
 
 def html_variants(cmp) -> str:
     bs = builds(cmp)
-    configs = html.config([(label, r.config) for label, _, r in bs], [(label, r.argv) for label, _, r in bs])
-    states = html.table(["variant", *TOGGLES, "what it sets"],
+    configs = markup.config([(label, r.config) for label, _, r in bs], [(label, r.argv) for label, _, r in bs])
+    states = markup.table(["variant", *TOGGLES, "what it sets"],
                          [[escape(n), *[_flag(cmp, n, t) for t in TOGGLES],
                            escape(v.describe())] for n, v in zip(cmp.names, cmp.variants)])
     return states + configs
@@ -334,17 +335,17 @@ def _flag(cmp, name: str, toggle: str) -> str:
 
 def html_resources(cmp) -> str:
     if not cmp.kernels:
-        return html.note("no kernels in this cell")
+        return markup.note("no kernels in this cell")
     body = [[escape(k), escape(label), *[f"<b>{escape(v)}</b>" if differs else escape(v) for v in values]]
             for k, label, values, differs in resource_diff(cmp)]
-    return html.table(["kernel", "", *map(escape, cmp.names)], body) + html.note(
+    return markup.table(["kernel", "", *map(escape, cmp.names)], body) + markup.note(
         "bold: differs between variants") + html_changes(cmp)
 
 
 def html_changes(cmp) -> str:
     """What changed, per kernel and variant (one line each)."""
     lines = changes(cmp) if len(cmp.names) > 1 else []
-    return "".join(html.note(line, "") for line in lines)
+    return "".join(markup.note(line, "") for line in lines)
 
 
 def png(fig) -> str:
@@ -355,22 +356,22 @@ def png(fig) -> str:
 
 def html_numbers(cmp, plot: bool = True) -> str:
     if cmp.numbers is None:
-        return html.note(cmp.note or 'not run: give --run "kernel[grid, block](args)" to compare '
-                                     "the numbers", html.WARN if cmp.note else html.DIM)
+        return markup.note(cmp.note or 'not run: give --run "kernel[grid, block](args)" to compare '
+                                     "the numbers", markup.WARN if cmp.note else markup.DIM)
     if not cmp.numbers:
-        return html.note("no output array changed in any variant")
+        return markup.note("no output array changed in any variant")
     rows = [[escape(c) for c in r] for r in _number_rows(cmp)]
     for r, d in zip(rows, cmp.numbers):
         if d.differ or d.flushed:
             r[3], r[4] = f"<b>{r[3]}</b>", f"<b>{r[4]}</b>"
-    out = html.table(NUMBER_HEAD, rows) + html.note(
+    out = markup.table(NUMBER_HEAD, rows) + markup.note(
         "differ: elements not equal to the baseline's; flushed to 0: zero here where another "
         "variant kept a subnormal; ULP: units in the last place")
     if plot and len(cmp.names) > 1:
         try:
             image = cmp.derived.get("plot") or cmp.derived.setdefault("plot", png(cmp.plot()))
         except ImportError:
-            return out + html.note("pip install matplotlib for a plot of the ULP difference per element")
+            return out + markup.note("pip install matplotlib for a plot of the ULP difference per element")
         out += f'<img alt="ULP difference per element" src="data:image/png;base64,{image}"/>'
     return out
 
@@ -381,24 +382,24 @@ def html_ptx(cmp) -> str:
     for name in cmp.names[1:]:
         lines = diff.unified(base, cmp.ptx(name), cmp.baseline, name)
         if not lines:
-            parts.append(html.note(f"{name}: same PTX as {cmp.baseline}"))
+            parts.append(markup.note(f"{name}: same PTX as {cmp.baseline}"))
             continue
         parts.append(_unified_html(lines, escape))
     return "".join(parts)
 
 
 def page(cmp) -> str:
-    parts = [f'<div style="{html.MONO}; margin: 2px 0"><b>{escape(header(cmp))}</b></div>',
-             *(html.note(n, html.WARN) for n in notes(cmp)), html_changes(cmp),
-             html.section("Variants", html_variants(cmp)),
-             html.section("Resources", html_resources(cmp)),
-             html.section("SASS diff", "".join(html_sass(cmp, k, cmp.diff_mode, details=True)
+    parts = [f'<div style="{markup.MONO}; margin: 2px 0"><b>{escape(header(cmp))}</b></div>',
+             *(markup.note(n, markup.WARN) for n in notes(cmp)), html_changes(cmp),
+             markup.section("Variants", html_variants(cmp)),
+             markup.section("Resources", html_resources(cmp)),
+             markup.section("SASS diff", "".join(html_sass(cmp, k, cmp.diff_mode, details=True)
                                                for k in cmp.kernels)
-                           or html.note("no kernels in this cell")),
-             html.section("Numbers", html_numbers(cmp))]
+                           or markup.note("no kernels in this cell")),
+             markup.section("Numbers", html_numbers(cmp))]
     if cmp.show_ptx:
-        parts.append(html.section("PTX diff", html_ptx(cmp)))
-    parts.append(html.section("Source", html.source(cmp.source)))
+        parts.append(markup.section("PTX diff", html_ptx(cmp)))
+    parts.append(markup.section("Source", markup.source(cmp.source)))
     return f'<div class="cuda-magic">{"".join(parts)}</div>'
 
 
@@ -417,6 +418,26 @@ class CompareView:
     def widget(self):
         from .widget import compare_widget
         return compare_widget(self.comparison)
+
+    def part(self, what: str = "summary", kernel: str | None = None, *, raw: bool = False,
+             **_) -> str:
+        """What ``show(c, what, kernel)`` prints: config (the variants and their argv), sass and
+        ptx (the diffs), numbers, resources, source; summary and log: everything."""
+        from . import ShowError
+        cmp = self.comparison
+        if kernel is not None and kernel not in cmp.kernels:
+            raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are "
+                            f"{', '.join(cmp.kernels) or 'none'}")
+        if what in ("archs", "lines"):
+            raise ShowError(f"what={what!r} is for a %%cuda Module; compare archs with "
+                            f"%%cuda_compare --vary arch=sm_80,sm_90a and show(c, 'sass')")
+        if what == "source":
+            body = numbered(cmp.source)
+        elif what in ("summary", "log"):
+            body = self.text()
+        else:
+            body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx", raw=raw)[what])
+        return body.rstrip("\n")
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.text())

@@ -112,8 +112,9 @@ PCH_SAID = {"created": "PCH created (one-off)"}
 def shown_source(source: str, results) -> str:
     """The cell, and after it the lines nvcc compiled for ``--instantiate`` (marked as appended)."""
     from ..compile.instances import appended
-    names = [n for r in results if r.compiler == "nvcc" for n in r.name_expressions]
-    return appended(source, list(dict.fromkeys(names)))
+    nvcc = [r for r in results if r.compiler == "nvcc" and r.name_expressions]
+    names = [n for r in nvcc for n in r.name_expressions]
+    return appended(source, list(dict.fromkeys(names)), nvcc[0].argv if nvcc else ())
 
 
 def seconds(t: float) -> str:

@@ -1,44 +1,31 @@
 """Views of measurements: a Timing and a History (:mod:`cuda_magic.runtime.bench`), a Profile
 and a Check (:mod:`cuda_magic.runtime.reports`).  The measurements are plain data; these give
-their text (terminal, ``show``) and HTML (notebooks, nbconvert)."""
+their text (terminal, ``show``) and HTML (notebooks, nbconvert) from :mod:`.timing` and
+:mod:`.reports`.  Which view shows which type is :data:`.registry.VIEWS`."""
 
 from __future__ import annotations
 
 from ..config import printable
-from . import profile, timing
+from . import reports, timing
 
-__all__ = ["MeasureView", "KINDS"]
-
-_RENDER = {
-    ("cuda_magic.runtime.bench", "Timing"): (timing.text, timing.html),
-    ("cuda_magic.runtime.bench", "History"): (timing.history_text, timing.history_html),
-    ("cuda_magic.runtime.reports", "Profile"): (profile.profile_text, profile.profile_html),
-    ("cuda_magic.runtime.reports", "Check"): (profile.check_text, profile.check_html),
-}
-KINDS = tuple(_RENDER)       # (module, class name): what IPython's formatters are given
-
-
-def kind(obj) -> tuple[str, str] | None:
-    key = (type(obj).__module__, type(obj).__name__)
-    return key if key in _RENDER else None
+__all__ = ["MeasureView", "TimingView", "HistoryView", "ProfileView", "CheckView"]
 
 
 class MeasureView:
-    """The view of a Timing, History, Profile or Check."""
+    """The view of a measurement: ``text()`` and ``html()`` from its subclass."""
 
     def __init__(self, obj):
         self.obj = obj
-        self._text, self._html = _RENDER[kind(obj)]
 
     def text(self) -> str:
-        return self._text(self.obj)
+        raise NotImplementedError
 
     def html(self) -> str:
-        return self._html(self.obj)
+        raise NotImplementedError
 
-    def lines(self, n: int | None = None) -> str:
-        """A Profile's per-line metrics (all lines, or the ``n`` hottest)."""
-        return profile.lines_text(self.obj, n)
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        """What ``show()`` prints: all of it, whatever the part."""
+        return self.text().rstrip("\n")
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(printable(self.text()))
@@ -48,3 +35,51 @@ class MeasureView:
 
     def __repr__(self) -> str:
         return self.text()
+
+
+class TimingView(MeasureView):
+    """A :class:`~cuda_magic.runtime.bench.Timing` (``k.bench``)."""
+
+    def text(self) -> str:
+        return timing.text(self.obj)
+
+    def html(self) -> str:
+        return timing.html(self.obj)
+
+
+class HistoryView(MeasureView):
+    """A kernel's :class:`~cuda_magic.runtime.bench.History` (``cuda_magic.history``)."""
+
+    def text(self) -> str:
+        return timing.history_text(self.obj)
+
+    def html(self) -> str:
+        return timing.history_html(self.obj)
+
+
+class ProfileView(MeasureView):
+    """A :class:`~cuda_magic.runtime.reports.Profile` (``k.profile``); ``show(p, "lines")``
+    prints its per-line metrics."""
+
+    def text(self) -> str:
+        return reports.profile_text(self.obj)
+
+    def html(self) -> str:
+        return reports.profile_html(self.obj)
+
+    def lines(self, n: int | None = None) -> str:
+        """The per-line metrics (all lines, or the ``n`` hottest)."""
+        return reports.lines_text(self.obj, n)
+
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        return (self.lines() if what == "lines" else self.text()).rstrip("\n")
+
+
+class CheckView(MeasureView):
+    """A :class:`~cuda_magic.runtime.reports.Check` (``k.check``)."""
+
+    def text(self) -> str:
+        return reports.check_text(self.obj)
+
+    def html(self) -> str:
+        return reports.check_html(self.obj)

@@ -14,7 +14,7 @@ from html import escape
 from ..config import clip, printable
 from ..errors import Error
 from ..variants.space import c_text
-from . import html
+from . import markup
 from .text import table as text_table
 from .timing import _axis, duration
 
@@ -24,9 +24,9 @@ __all__ = ["TuneView", "PlotError", "header", "winner_line", "ordered", "columns
 MAX_TEXT_ROWS = 40         # rows the text table shows (HTML shows them all)
 STATUSES = ("ok", "winner", "compiled", "pruned", "failed", "wrong", "fault", "timeout", "error")
 GREEN, RED, BLUE = "#27ae60", "#c0392b", "#2980b9"
-STATUS_STYLE = {"winner": f"color: {GREEN}; font-weight: bold", "wrong": html.ERR,
-                "fault": html.ERR, "timeout": html.WARN, "error": html.WARN,
-                "pruned": html.DIM, "failed": html.DIM}
+STATUS_STYLE = {"winner": f"color: {GREEN}; font-weight: bold", "wrong": markup.ERR,
+                "fault": markup.ERR, "timeout": markup.WARN, "error": markup.WARN,
+                "pruned": markup.DIM, "failed": markup.DIM}
 DOT = {"winner": GREEN, "wrong": RED}
 
 
@@ -204,7 +204,7 @@ def svg(t, by: str | None = None) -> str:
     def y(v):
         return top + ph - (v - lo) / (hi - lo) * ph
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" style="{html.MONO}; font-size: 10px">',
+             f'role="img" style="{markup.MONO}; font-size: 10px">',
              f'<title>time per candidate{escape(f", grouped by {by}" if by else "")}</title>',
              f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" stroke="currentColor" '
              f'stroke-opacity="0.4"/>']
@@ -296,9 +296,9 @@ REASON = "white-space: normal; min-width: 16em; max-width: 40em; overflow-wrap: 
 def _table(t) -> str:
     cols = columns(t)
     head = "".join(
-        f'<th style="{html.CELL}; position: sticky; top: 0; background: var(--jp-layout-color1, '
+        f'<th style="{markup.CELL}; position: sticky; top: 0; background: var(--jp-layout-color1, '
         f'white); border-bottom: 1px solid rgba(127,127,127,0.5)">{escape(name)}'
-        + (f'<br><span style="{html.DIM}; font-weight: normal">{escape(kind)}</span>' if kind else "")
+        + (f'<br><span style="{markup.DIM}; font-weight: normal">{escape(kind)}</span>' if kind else "")
         + "</th>" for name, kind, _ in cols)
     body = []
     for c in ordered(t):
@@ -309,26 +309,26 @@ def _table(t) -> str:
             if name == "status" and style:
                 value = f'<span style="{style}">{value}</span>'
             extra = f"; {REASON}" if name == "reason" else "; white-space: nowrap"
-            cells.append(f'<td style="{html.CELL}{extra}">{value}</td>')
+            cells.append(f'<td style="{markup.CELL}{extra}">{value}</td>')
         row_style = ' style="background: rgba(39,174,96,0.12)"' if c.status == "winner" else \
-            f' style="{html.DIM}"' if c.status in ("pruned", "failed") else ""
+            f' style="{markup.DIM}"' if c.status in ("pruned", "failed") else ""
         body.append(f"<tr{row_style}>{''.join(cells)}</tr>")
-    return (f'<div style="{SCROLL}"><table style="{html.TABLE}"><thead><tr>{head}</tr></thead>'
+    return (f'<div style="{SCROLL}"><table style="{markup.TABLE}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def page(t) -> str:
     """The whole view as static HTML: header, winner, table (every row, scrollable), plot,
     the cell that reproduces the winner, notes."""
-    w_style = f"color: {GREEN}; font-weight: bold" if t.winner else html.WARN
-    parts = [f'<div style="{html.MONO}; margin: 2px 0"><b>{escape(header(t))}</b></div>',
-             html.note(winner_line(t), w_style), _table(t)]
+    w_style = f"color: {GREEN}; font-weight: bold" if t.winner else markup.WARN
+    parts = [f'<div style="{markup.MONO}; margin: 2px 0"><b>{escape(header(t))}</b></div>',
+             markup.note(winner_line(t), w_style), _table(t)]
     plot = svg(t)
     if plot:
-        parts.append(html.section("Time per candidate", plot + html.note(LEGEND)))
+        parts.append(markup.section("Time per candidate", plot + markup.note(LEGEND)))
     if t.cell is not None:
-        parts.append(html.section("Reproduce the winner:", html.pre(t.cell.rstrip("\n"))))
-    parts += [html.note(n) for n in t.notes]
+        parts.append(markup.section("Reproduce the winner:", markup.pre(t.cell.rstrip("\n"))))
+    parts += [markup.note(n) for n in t.notes]
     return f'<div class="cuda-magic cuda-magic-tune">{"".join(parts)}</div>'
 
 
@@ -349,6 +349,14 @@ class TuneView:
 
     def figure(self, by: str | None = None):
         return figure(self.tuning, by)
+
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        """What ``show(t)`` prints: the whole sweep (its rows as data: ``t.rows()``)."""
+        if what != "summary" or kernel is not None:
+            from . import ShowError
+            raise ShowError(f"a Tuning shows whole: show(t); its rows: t.rows(), the winner's "
+                            f"cell: t.cell, its build: show(t.module, {what!r})")
+        return self.text().rstrip("\n")
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(printable(self.text()))

@@ -6,8 +6,8 @@ picks the kernel (SASS) or the build (PTX) when there are several.  The Source
 tab is the heat map of the chosen kernel (each line coloured by live registers,
 spills or instructions; click a line for its SASS) and the Resources tab lists
 the hottest lines: both read the per-line cost (one nvdisasm run per build) the
-first time they are opened.  Syntax colours stop at :data:`.html.HIGHLIGHT_LINES`
-lines or :data:`.html.HIGHLIGHT_BYTES` bytes (the rest is plain text).
+first time they are opened.  Syntax colours stop at :data:`.markup.HIGHLIGHT_LINES`
+lines or :data:`.markup.HIGHLIGHT_BYTES` bytes (the rest is plain text).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Sequence
 
-from . import html
+from . import markup
 
 __all__ = ["TITLES", "COMPARE_TITLES", "LazyPanel", "cell_widget", "compare_widget"]
 
@@ -29,12 +29,12 @@ def live(pane, what: str, every: float = 0.25):
     """While the block runs, ``pane`` (an HTML widget) reads "⏳ what … 1.2 s", the time
     counted by a timer thread (widget updates reach the browser from any thread)."""
     started = time.monotonic()
-    pane.value = html.note(f"⏳ {what} …")
+    pane.value = markup.note(f"⏳ {what} …")
     done = threading.Event()
 
     def count():
         while not done.wait(every):
-            pane.value = html.note(f"⏳ {what} … {time.monotonic() - started:.1f} s")
+            pane.value = markup.note(f"⏳ {what} … {time.monotonic() - started:.1f} s")
     timer = threading.Thread(target=count, name="cuda-magic status", daemon=True)
     timer.start()
     try:
@@ -55,7 +55,7 @@ class LazyPanel:
                                          description=what)
         if len(options) < 2:
             self.dropdown.layout.display = "none"
-        self.pane = widgets.HTML(html.note("computed when this tab is opened"))
+        self.pane = widgets.HTML(markup.note("computed when this tab is opened"))
         self.box = widgets.VBox([self.dropdown, self.pane])
         self.shown = False
         self.dropdown.observe(lambda _: self.shown and self.fill(), names="value")
@@ -68,7 +68,7 @@ class LazyPanel:
                 with live(self.pane, self.working):
                     self.pages[i] = self.render(i)
             except Exception as exc:   # a missing tool or a failed compile: say so in the tab
-                self.pages[i] = html.note(f"{type(exc).__name__}: {exc}", html.ERR)
+                self.pages[i] = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
         self.pane.value = self.pages[i]
 
 
@@ -80,31 +80,31 @@ def cell_widget(view):
     entries = c.entries
     def sass_page(i: int) -> str:
         if not entries:
-            return html.note("no kernels in this cell")
-        return html.sass(view.sass_of(*entries[i]), c.source, entries[i][0].result.inputs)
+            return markup.note("no kernels in this cell")
+        return markup.sass(view.sass_of(*entries[i]), c.source, entries[i][0].result.inputs)
     sass = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], sass_page,
                      "running nvdisasm", "kernel")
     ptx = LazyPanel(widgets, [b.label for b in c.builds],
-                    lambda i: html.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")
+                    lambda i: markup.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")
     # The Source tab: the heat map (each line coloured by live registers, spills or
     # instructions; one nvdisasm run per build) when the tab is first opened.
-    from .lines import METRIC_LABELS, heat_map, hottest_html, unavailable
+    from .line_cost import METRIC_LABELS, heat_map, hottest_html, unavailable
     metric = widgets.ToggleButtons(options=[(label, m) for m, label in METRIC_LABELS.items()],
                                    value="registers", style={"button_width": "auto"},
                                    description="colour by")
 
-    small = len(c.source) <= html.HIGHLIGHT_BYTES and c.source.count("\n") < html.HIGHLIGHT_LINES
+    small = len(c.source) <= markup.HIGHLIGHT_BYTES and c.source.count("\n") < markup.HIGHLIGHT_LINES
 
     def heat_page(i: int) -> str:
         if not entries:
-            return html.source(c.source)
+            return markup.source(c.source)
         if not small:                # a big cell: its source, capped; show(m, "lines") has figures
-            return html.note("a big cell: no heat map; cuda_magic.show(m, 'lines') prints the "
-                             "cost of each line") + html.source(c.source)
+            return markup.note("a big cell: no heat map; cuda_magic.show(m, 'lines') prints the "
+                             "cost of each line") + markup.source(c.source)
         try:
             return heat_map(c.source, view.lines_of(*entries[i]), metric.value)
         except Exception as exc:     # no nvdisasm, no cubin: the plain source, and why
-            return unavailable(exc) + html.source(c.source)
+            return unavailable(exc) + markup.source(c.source)
     heat = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], heat_page,
                      "reading the registers of each line (nvdisasm)", "kernel")
 
@@ -114,12 +114,12 @@ def cell_widget(view):
             heat.fill()
     metric.observe(recolour, names="value")
     if small:                        # the coloured source at once; the heat map when opened
-        heat.pane.value = html.source(c.source)
+        heat.pane.value = markup.source(c.source)
     else:
-        heat.pane.value = html.note("computed when this tab is opened (a big cell)")
+        heat.pane.value = markup.note("computed when this tab is opened (a big cell)")
     source = widgets.VBox([widgets.HBox([heat.dropdown, metric]), heat.pane])
     # The Resources tab: ptxas figures and occupancy now; the hottest lines when first opened.
-    hot = widgets.HTML(html.note("hottest lines: computed when this tab is opened"))
+    hot = widgets.HTML(markup.note("hottest lines: computed when this tab is opened"))
 
     def fill_hot() -> None:
         parts = []
@@ -129,10 +129,10 @@ def cell_widget(view):
                     parts.append(hottest_html(e.name, view.lines_of(b, e)))
                 except Exception as exc:
                     parts.append(unavailable(exc, e.name))
-        hot.value = "".join(parts) or html.note("no kernels in this cell")
-    resources = widgets.VBox([widgets.HTML(html.resources(c)), hot])
-    children = [widgets.HTML(html.config_of(c)), resources,
-                widgets.HTML(html.log(c)), sass.box, ptx.box, source]
+        hot.value = "".join(parts) or markup.note("no kernels in this cell")
+    resources = widgets.VBox([widgets.HTML(markup.resources(c)), hot])
+    children = [widgets.HTML(markup.config_of(c)), resources,
+                widgets.HTML(markup.log(c)), sass.box, ptx.box, source]
     tab = widgets.Tab(children=children, titles=TITLES, selected_index=0)
     from .archs import add_tab
     add_tab(widgets, tab, view.obj)      # "Archs", when the cell was built for several archs
@@ -146,7 +146,7 @@ def cell_widget(view):
         elif change["new"] == TITLES.index("Resources") and pending.pop("hot", False):
             fill_hot()
     tab.observe(opened, names="selected_index")
-    box = widgets.VBox([widgets.HTML(html.header(c)), tab])
+    box = widgets.VBox([widgets.HTML(markup.header(c)), tab])
     box.tab, box.sass, box.ptx, box.heat, box.metric, box.hot = tab, sass, ptx, heat, metric, hot
     return box
 
@@ -166,7 +166,7 @@ def compare_widget(cmp):
     box = widgets.VBox()
     box.comparison = cmp
     head = widgets.HTML()
-    status = widgets.HTML(html.note(f"the toggles set variant {cmp.names[-1]!r}; the baseline "
+    status = widgets.HTML(markup.note(f"the toggles set variant {cmp.names[-1]!r}; the baseline "
                                     f"{cmp.baseline!r} stays fixed"))
     toggles = {t: widgets.Checkbox(value=False, description=t, indent=False,
                                    layout=widgets.Layout(width="auto", margin="0 14px 0 0"))
@@ -189,7 +189,7 @@ def compare_widget(cmp):
     def show_sass(_=None):
         c = box.comparison
         sass.value = view.html_sass(c, kernel.value, mode.value, raw.value) if c.kernels else \
-            html.note("no kernels in this cell")
+            markup.note("no kernels in this cell")
 
     def show_ptx():
         try:
@@ -197,21 +197,21 @@ def compare_widget(cmp):
                 page = view.html_ptx(box.comparison)
             panes["PTX diff"].value = page
         except Exception as exc:
-            panes["PTX diff"].value = html.note(f"{type(exc).__name__}: {exc}", html.ERR)
+            panes["PTX diff"].value = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
 
     def refresh():
         c = box.comparison
-        head.value = f'<div style="{html.MONO}"><b>{html.escape(view.header(c))}</b></div>' + \
-            "".join(html.note(n, html.WARN) for n in view.notes(c)) + view.html_changes(c)
+        head.value = f'<div style="{markup.MONO}"><b>{markup.escape(view.header(c))}</b></div>' + \
+            "".join(markup.note(n, markup.WARN) for n in view.notes(c)) + view.html_changes(c)
         panes["Variants"].value = view.html_variants(c)
         panes["Resources"].value = view.html_resources(c)
         panes["Numbers"].value = view.html_numbers(c)
-        panes["Source"].value = html.source(c.source)
+        panes["Source"].value = markup.source(c.source)
         show_sass()
         if tab.selected_index == COMPARE_TITLES.index("PTX diff"):
             show_ptx()
         else:
-            panes["PTX diff"].value = html.note("computed when this tab is opened")
+            panes["PTX diff"].value = markup.note("computed when this tab is opened")
         quiet["on"] = True
         try:
             for t, w in toggles.items():
@@ -229,7 +229,7 @@ def compare_widget(cmp):
                               f"{box.comparison.names[-1]!r}"):
                 new = box.comparison.toggled(t, change["new"])
         except Exception as exc:     # a compile or run error: keep what is shown, say why
-            status.value = html.note(f"{t}={change['new']}: {type(exc).__name__}: {exc}", html.ERR)
+            status.value = markup.note(f"{t}={change['new']}: {type(exc).__name__}: {exc}", markup.ERR)
             quiet["on"] = True
             change["owner"].value = change["old"]
             quiet["on"] = False
@@ -239,7 +239,7 @@ def compare_widget(cmp):
         how = "from the cache" if all(r.cache_hit for r in results) else "compiled"
         box.comparison = new
         refresh()
-        status.value = html.note(f"{t} → {'on' if change['new'] else 'off'}: variant "
+        status.value = markup.note(f"{t} → {'on' if change['new'] else 'off'}: variant "
                                  f"{new.names[-1]!r} {how} in {took:.0f} ms"
                                  + (", re-run" if new.numbers is not None else ""))
 

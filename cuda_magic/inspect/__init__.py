@@ -2,8 +2,8 @@
 builds (:mod:`.diff`), the cost of each source line (:mod:`.lines`) and occupancy per
 architecture (:mod:`.occupancy`).  Lazy, and cached on the result."""
 
-from .disasm import (CLASSES, cubin, find_tool, has_sass, machine_code, opcode_class, ptx, sass,
+from .disasm import (CLASSES, cubin, has_sass, machine_code, opcode_class, ptx, sass,
                    sass_text, split_sass)
 
-__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass", "cubin",
+__all__ = ["sass", "sass_text", "ptx", "split_sass", "has_sass", "cubin",
            "machine_code", "opcode_class", "CLASSES"]

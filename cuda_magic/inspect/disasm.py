@@ -1,7 +1,7 @@
 """Look inside a compiled result: SASS and PTX.  Lazy and cached on the result.
 
-SASS comes from ``nvdisasm`` (found with :mod:`cuda.pathfinder`, which sees
-the pip wheels), split per function.  For a fatbin it disassembles the fatbin's
+SASS comes from ``nvdisasm`` (found by :func:`cuda_magic.tools.find`: cuda.pathfinder,
+which sees the pip wheels, then CUDA_HOME, PATH, /usr/local/cuda/bin), split per function.  For a fatbin it disassembles the fatbin's
 ELF image for the build's arch, so a fatbin's SASS reads exactly as the same
 build's cubin (labels, ``-lineinfo`` markers); where that image or nvdisasm is
 missing, ``cuobjdump -sass`` is reshaped to nvdisasm's layout.  PTX is the
@@ -17,10 +17,11 @@ import subprocess
 import tempfile
 import threading
 
-from ..compile.backends import ToolNotFoundError
+from .. import tools
+from ..errors import ToolNotFoundError
 from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
 
-__all__ = ["sass", "sass_text", "ptx", "find_tool", "split_sass", "has_sass", "cubin",
+__all__ = ["sass", "sass_text", "ptx", "split_sass", "has_sass", "cubin",
            "machine_code", "opcode_class", "CLASSES"]
 
 _LOCK = threading.Lock()
@@ -46,28 +47,12 @@ def opcode_class(opcode: str) -> str:
         if pattern.fullmatch(base):
             return name
     return "integer"
-_WHEELS = {"nvdisasm": "nvidia-cuda-nvdisasm", "cuobjdump": "nvidia-cuda-cuobjdump"}
-
-
-def find_tool(name: str) -> str:
-    """Path of a CUDA binary utility, or :class:`ToolNotFoundError` saying how to install it."""
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        path = find_nvidia_binary_utility(name)
-    except Exception:
-        path = None
-    if not path:
-        raise ToolNotFoundError(f"{name} was not found; install it with "
-                                f"pip install {_WHEELS.get(name, name)}")
-    return path
-
-
 def _run(tool: str, args: list[str], binary: bytes, suffix: str) -> str:
     with tempfile.TemporaryDirectory(prefix="cuda-magic-") as tmp:
         path = os.path.join(tmp, "module" + suffix)
         with open(path, "wb") as f:
             f.write(binary)
-        proc = subprocess.run([find_tool(tool), *args, path], capture_output=True,
+        proc = subprocess.run([tools.find(tool), *args, path], capture_output=True,
                               text=True, errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(f"{tool} failed ({proc.returncode}): {proc.stderr.strip()}")
@@ -146,7 +131,7 @@ def cubin(result: CompilationResult) -> bytes | None:
     try:
         elf = _binary.cubin_for(result.binary, "fatbin", result.arch)
         if elf is None:           # compressed SASS images: cuobjdump decompresses them
-            images = list(_binary._extract(result.binary, "elf"))
+            images = list(_binary.fatbin_extract(result.binary, "elf"))
             exact = [d for a, d in images if a == result.arch]
             elf = exact[0] if exact else images[0][1] if len(images) == 1 else None
     except Exception:             # not a fatbin we can read, or no cuobjdump: the fallback says

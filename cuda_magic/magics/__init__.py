@@ -16,20 +16,21 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Dict, TraitError, Unicode, observe, validate
+from traitlets import Bool, Dict, TraitError, Unicode, default, observe, validate
 
 from .. import cell as _cell
+from .. import settings
 from ..compile.arch import detect_arch_soon
 from ..compile.backends import CompileError
 from ..compile.backends.limits import progress
-from ..compile.compiler import CompilationResult, complete, set_cache_dir
+from ..compile.compiler import complete, set_cache_dir
 from ..compile.headers import define_header, header_users, note_users
 from ..config import (KEYS, LAYER_KEYS, ConfigError, check_preset, clip, from_json, get_preset,
                       quote, register_preset, resolve, spellings)
 from ..config import validate as validate_config
-from ..display import ConfigView, ErrorView, HeaderView, view
+from ..display import ConfigView, ErrorView, HeaderView
 from ..display.progress import Status
-from ..display.compare import CompareView
+from ..display.registry import register_formatters
 from ..variants import INPUTS, TOGGLES
 from . import args as _args
 from . import names as _names
@@ -128,6 +129,10 @@ class CudaMagics(Magics):
             except ConfigError as exc:
                 raise TraitError(str(exc)) from None
         return proposal["value"]
+
+    @default("cache_dir")
+    def _cache_dir_default(self):       # what is in force: settings.cache_dir ($CUDA_MAGIC_CACHE_DIR)
+        return settings.cache_dir
 
     @observe("cache_dir")
     def _cache_dir_changed(self, change):
@@ -591,34 +596,9 @@ class CudaMagics(Magics):
             display(ConfigView(defaults, preset))
 
 
-def _tune_view(tuning):
-    from ..display.tune import TuneView     # matplotlib and NumPy: imported when first shown
-    return TuneView(tuning)
-
-
 def load(ip) -> None:
-    """Register the magics, and show Modules, CompilationResults, Comparisons and Tunings as their
-    views."""
+    """Register the magics, and show each result type as its view (the formatters of
+    :data:`cuda_magic.display.registry.VIEWS`)."""
     magics = CudaMagics(shell=ip)
     ip.register_magics(magics)
-    fmt = ip.display_formatter
-    for cls in (_cell.Module, CompilationResult):
-        fmt.mimebundle_formatter.for_type(
-            cls, lambda obj: view(obj, static_sass=magics.static_sass)._repr_mimebundle_())
-        fmt.formatters["text/plain"].for_type(cls, lambda obj, p, cycle: p.text(view(obj).text()))
-    # by name: the comparison module (and NumPy) is imported when first used, not at load
-    fmt.mimebundle_formatter.for_type_by_name(
-        "cuda_magic.variants.comparison", "Comparison", lambda obj: CompareView(obj)._repr_mimebundle_())
-    fmt.formatters["text/plain"].for_type_by_name(
-        "cuda_magic.variants.comparison", "Comparison",
-        lambda obj, p, cycle: p.text(CompareView(obj).text()))
-    fmt.mimebundle_formatter.for_type_by_name(
-        "cuda_magic.variants.tune", "Tuning", lambda obj: _tune_view(obj)._repr_mimebundle_())
-    fmt.formatters["text/plain"].for_type_by_name(
-        "cuda_magic.variants.tune", "Tuning", lambda obj, p, cycle: p.text(_tune_view(obj).text()))
-    # measurements (Timing, History, Profile, Check): their views from cuda_magic.display
-    from ..display.measure import KINDS
-    for module, name in KINDS:
-        fmt.formatters["text/plain"].for_type_by_name(
-            module, name, lambda obj, p, cycle: p.text(view(obj).text()))
-        fmt.formatters["text/html"].for_type_by_name(module, name, lambda obj: view(obj).html())
+    register_formatters(ip.display_formatter, lambda: {"static_sass": magics.static_sass})

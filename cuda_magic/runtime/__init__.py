@@ -4,12 +4,15 @@ Only this layer needs a driver, and only when a kernel is loaded or launched.
 """
 
 from .args import ArgumentError, ArgumentRangeError
-from .bench import History, Timing, history
+from .bench import BenchError, Timing
 from .driver import CudaError, NoGPUError, driver_version, lost, synchronize
-from .kernel import BenchResult, Kernel
+from .bench_history import History, HistoryError, clear_history, history
+from .kernel import Kernel
+from .peaks import device_info
 from .types import SCALARS, Param, Scalar, canonical_type
 from .worker import isolate
 
-__all__ = ["ArgumentError", "ArgumentRangeError", "BenchResult", "CudaError", "Kernel",
+__all__ = ["ArgumentError", "ArgumentRangeError", "CudaError", "Kernel",
            "NoGPUError", "Param", "Scalar", "SCALARS", "canonical_type", "driver_version",
-           "isolate", "lost", "synchronize", "History", "Timing", "history"]
+           "isolate", "lost", "synchronize", "History", "Timing", "history",
+           "BenchError", "HistoryError", "clear_history", "device_info"]

@@ -1,304 +1,40 @@
-"""Timing a kernel: warmup, L2 flush, CUDA graphs, robust statistics, peaks, clocks, history.
+"""Timing a kernel: warmup, L2 flush, CUDA graphs, events; the :class:`Timing` it returns.
 
-``Kernel.bench(...)`` calls :func:`measure` and returns a :class:`Timing`; every Timing is
-also kept for the session (:func:`record`), per kernel name, and :func:`history` shows how a
-kernel's time moved across edits.  This module holds the data; how a Timing or a History
-looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``, and what a
-notebook shows once the extension is loaded).  Nothing here
-imports NumPy, and nothing touches CUDA before ``measure`` or ``device_info`` is called.
+``Kernel.bench(...)`` checks its keywords with :func:`options`, calls :func:`measure` and
+hands the :class:`Timing` to :func:`~cuda_magic.runtime.bench_history.record`, which keeps it
+for ``cuda_magic.history(name)``.  The statistics are in :mod:`.stats`, the device's peaks
+and clocks in :mod:`.peaks`, the session's history in :mod:`.bench_history`; how a Timing
+looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``).  The names of those
+modules stay importable from here, as before they moved (``bench.device_info``,
+``bench.clear_history``, ``bench.median_ci``...).  Nothing here imports NumPy, and nothing
+touches CUDA before ``measure`` is called.
 """
 
 from __future__ import annotations
 
-import collections
 import ctypes
 import dataclasses
-import hashlib
-import math
 import threading
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-from ..errors import Error, quote
+from ..errors import BenchError
 from . import driver
 from .args import release
 from .driver import NoGPUError, api, check
+from .peaks import Clocks, Device, clocks_after, device_info, flop_type, nvml_reader, read_clock
+from .stats import mean, median_ci, quartiles
+# Names that lived here before stats, peaks and history had modules of their own (kernel.py
+# calls bench.record; docs/measure.md names bench.device_info and bench.clear_history).
+from ..errors import HistoryError  # noqa: F401
+from .bench_history import History, clear_history, history, record  # noqa: F401
+from .peaks import FMA_PER_CLOCK, UNSURE  # noqa: F401
+from .stats import CI_LEVEL  # noqa: F401
 
-__all__ = ["Timing", "BenchResult", "BenchError", "History", "HistoryError", "Device", "Clocks",
-           "device_info", "measure", "options", "record", "history", "clear_history",
-           "median_ci", "quartiles", "FMA_PER_CLOCK", "UNSURE", "CI_LEVEL"]
-
-
-class BenchError(Error, ValueError):
-    """A ``bench`` setting out of range (``repeat``, ``warmup``, ``graph``, ``nbytes``, ...)."""
-
-
-class HistoryError(Error, KeyError):
-    """``history(name)`` for a kernel that was not benched in this session."""
-
-
-# ---- statistics -------------------------------------------------------------------------------
-
-CI_LEVEL = 0.95
-_EXACT_CI_UP_TO = 2000     # samples: exact binomial sums up to here, the normal approximation above
-
-
-def quartiles(xs: Sequence[float]) -> tuple[float, float, float]:
-    """(q1, median, q3) of sorted ``xs``, interpolated linearly between order statistics
-    (NumPy's default, ``statistics.quantiles(method="inclusive")``)."""
-    def q(p: float) -> float:
-        h = (len(xs) - 1) * p
-        lo = math.floor(h)
-        hi = min(lo + 1, len(xs) - 1)
-        return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
-    return q(0.25), q(0.5), q(0.75)
-
-
-def median_ci(xs: Sequence[float], level: float = CI_LEVEL) -> tuple[float, float, float]:
-    """A distribution-free confidence interval for the median of sorted ``xs``:
-    ``(low, high, coverage)``.
-
-    The number of samples below the true median is Binomial(n, 1/2) whatever the
-    distribution of the times, so ``[x(k), x(n+1-k)]`` (1-based order statistics) covers it
-    with probability ``1 - 2 P(B <= k-1)``.  ``k`` is the largest rank that keeps the
-    coverage at least ``level``; ``coverage`` is what that interval really has (e.g. 97.3% for
-    21 samples: ranks 6 and 16).  Exact sums up to 2,000 samples, the normal approximation
-    above.  Fewer than 6 samples cannot reach 95%: the interval is then ``[min, max]`` and its
-    coverage says how much less it is.
-    """
-    n = len(xs)
-    if n == 0:
-        raise BenchError("no samples")
-    tail = Fraction(1 - level).limit_denominator(10 ** 6) / 2          # alpha / 2
-    if n <= _EXACT_CI_UP_TO:
-        total, below, k, c = 2 ** n, 0, 0, 1          # c = comb(n, j)
-        for j in range(n // 2 + 1):                   # P(B <= j) = (below + c) / 2^n
-            if below + c > tail * total:
-                break
-            below, k = below + c, j + 1
-            c = c * (n - j) // (j + 1)
-        if k == 0:                                    # n < 6 at 95%: the widest interval
-            return xs[0], xs[-1], 1 - 2 / 2 ** n
-        return xs[k - 1], xs[n - k], 1 - 2 * below / total
-    z = _z(float(1 - tail))
-    k = max(1, math.floor((n - z * math.sqrt(n)) / 2))
-    cover = 1 - 2 * _phi((k - 0.5 - n / 2) / (math.sqrt(n) / 2))
-    return xs[k - 1], xs[n - k], cover
-
-
-def _phi(x: float) -> float:
-    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
-
-
-def _z(p: float) -> float:
-    """The standard normal quantile, by bisection (p in (0.5, 1))."""
-    lo, hi = 0.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _phi(mid) < p else (lo, mid)
-    return (lo + hi) / 2
-
-
-# ---- peaks ------------------------------------------------------------------------------------
-#
-# FMA results per clock per SM, from NVIDIA's CUDA C++ Programming Guide, "Arithmetic
-# Instructions", table "Throughput of Native Arithmetic Instructions (operations per clock
-# cycle per multiprocessor)"; an FMA is 2 FLOP.  (major, minor) entries first, then
-# (major, None) for a whole family.  FP16 is the non-tensor rate of packed half2 FMA, counted
-# per half result.  UNSURE marks entries not read from that table: checked against NVIDIA's
-# whitepaper figures instead (A100: 78 TFLOP/s FP16 = 4x FP32; H100 SXM: 134 = 2x FP32 at 256
-# per SM; GA102 and AD102: FP16 = FP32, 128 per SM; the guide's FP16 column says 256 for 8.6),
-# or taken from the family rule.  Tensor cores are not counted.
-FMA_PER_CLOCK: dict[str, dict[tuple, int]] = {
-    "float32": {(7, None): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,
-                (10, None): 128, (12, None): 128},
-    "float64": {(7, 0): 32, (7, 2): 32, (7, 5): 2, (8, 0): 32, (8, 6): 2, (8, 7): 2, (8, 9): 2,
-                (9, 0): 64, (10, 0): 64, (12, None): 2},
-    "float16": {(7, None): 128, (8, 0): 256, (8, 6): 128, (8, 7): 256, (8, 9): 128, (9, 0): 256,
-                (10, 0): 256, (12, None): 128},
-}
-UNSURE: set[tuple[str, tuple]] = {("float64", (7, 2)), ("float16", (8, 6)), ("float16", (8, 7)),
-                                  ("float16", (8, 9)), ("float16", (10, 0)),
-                                  ("float16", (12, None))}
-
-_DTYPES = {"float32": "float32", "fp32": "float32", "f32": "float32", "float": "float32",
-           "single": "float32", "float64": "float64", "fp64": "float64", "f64": "float64",
-           "double": "float64", "float16": "float16", "fp16": "float16", "f16": "float16",
-           "half": "float16"}
-
-
-def _dtype(dtype) -> str:
-    """'float32', 'float64' or 'float16' from a name or a NumPy/PyTorch/CuPy dtype."""
-    name = dtype if isinstance(dtype, str) else \
-        getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
-    name = str(name).lower().removeprefix("torch.")
-    if name not in _DTYPES:
-        raise BenchError(f"dtype={quote(dtype)}: the FLOP type for the peak, one of float32, "
-                         f"float64, float16")
-    return _DTYPES[name]
-
-
-@dataclass(frozen=True)
-class Device:
-    """What the peaks come from, as the driver reports it (``CU_DEVICE_ATTRIBUTE_*``)."""
-
-    name: str
-    cc: tuple[int, int]            # compute capability
-    sms: int                       # MULTIPROCESSOR_COUNT
-    sm_clock_khz: int              # CLOCK_RATE: the maximum SM clock
-    mem_clock_khz: int             # MEMORY_CLOCK_RATE
-    bus_width_bits: int            # GLOBAL_MEMORY_BUS_WIDTH
-    l2_bytes: int                  # L2_CACHE_SIZE
-
-    ATTRIBUTES = {"cc_major": "COMPUTE_CAPABILITY_MAJOR", "cc_minor": "COMPUTE_CAPABILITY_MINOR",
-                  "sms": "MULTIPROCESSOR_COUNT", "sm_clock_khz": "CLOCK_RATE",
-                  "mem_clock_khz": "MEMORY_CLOCK_RATE", "bus_width_bits": "GLOBAL_MEMORY_BUS_WIDTH",
-                  "l2_bytes": "L2_CACHE_SIZE"}
-
-    @classmethod
-    def from_attributes(cls, attrs: Mapping[str, int], name: str = "") -> "Device":
-        """From ``{"MULTIPROCESSOR_COUNT": 132, ...}`` (names without ``CU_DEVICE_ATTRIBUTE_``)."""
-        a = {key: int(attrs[attr]) for key, attr in cls.ATTRIBUTES.items()}
-        return cls(name, (a.pop("cc_major"), a.pop("cc_minor")), **a)
-
-    @property
-    def arch(self) -> str:
-        return f"sm_{self.cc[0]}{self.cc[1]}"
-
-    @property
-    def peak_gbps(self) -> float:
-        """DRAM bandwidth: 2 (double data rate) x memory clock x bus width / 8, in GB/s (1e9)."""
-        return 2 * self.mem_clock_khz * 1e3 * self.bus_width_bits / 8 / 1e9
-
-    def fma_per_clock(self, dtype: str = "float32") -> tuple[int | None, bool]:
-        """(FMA results per clock per SM for ``dtype``, whether the table is sure of it)."""
-        table = FMA_PER_CLOCK[_dtype(dtype)]
-        for key in (self.cc, (self.cc[0], None)):
-            if key in table:
-                return table[key], (_dtype(dtype), key) not in UNSURE
-        return None, False
-
-    def peak_tflops(self, dtype: str = "float32") -> float | None:
-        """SMs x max SM clock x FMA per clock per SM x 2, in TFLOP/s (1e12); None if the
-        table has no figure for this architecture."""
-        per, _ = self.fma_per_clock(dtype)
-        return None if per is None else self.sms * self.sm_clock_khz * 1e3 * per * 2 / 1e12
-
-
-_DEVICES: dict[int, Device] = {}
-
-
-def device_info() -> Device:
-    """The current GPU's :class:`Device` (cached); :class:`NoGPUError` without one."""
-    dev = driver.device()
-    got = _DEVICES.get(int(dev))
-    if got is None:
-        drv = api()
-        attrs = {}
-        for attr in Device.ATTRIBUTES.values():
-            enum = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{attr}")
-            attrs[attr] = check(drv.cuDeviceGetAttribute(enum, dev), f"cuDeviceGetAttribute({attr})")
-        raw = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
-        name = raw.split(b"\0")[0].decode(errors="replace") if isinstance(raw, bytes) else str(raw)
-        got = _DEVICES[int(dev)] = Device.from_attributes(attrs, name)
-    return got
-
-
-# ---- clocks -----------------------------------------------------------------------------------
-
-THROTTLE_DROP = 0.05       # an SM clock 5% below the one before, or below the max, is a note
-
-# NVML's clocks event reasons (nvml.h, nvmlClocksEventReason*), the ones that slow a kernel.
-_REASONS = {0x2: "applications clocks setting", 0x4: "software power cap",
-            0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "software thermal slowdown",
-            0x40: "hardware thermal slowdown", 0x80: "hardware power brake",
-            0x200: "board limit", 0x400: "reliability"}
-
-
-@dataclass(frozen=True)
-class Clocks:
-    """The SM clock (MHz, from NVML) right before and right after the timed launches."""
-
-    before_mhz: int | None = None
-    after_mhz: int | None = None
-    max_mhz: int | None = None
-    reasons: tuple[str, ...] = ()      # NVML's clocks event reasons after the run
-    note: str = ""                     # why there is no figure, when there is none
-
-    @property
-    def throttled(self) -> bool:
-        """The clock fell by more than 5% during the run, or ended more than 5% below its max."""
-        if self.before_mhz is None or self.after_mhz is None:
-            return False
-        fell = self.after_mhz < self.before_mhz * (1 - THROTTLE_DROP)
-        low = self.max_mhz is not None and self.after_mhz < self.max_mhz * (1 - THROTTLE_DROP)
-        return fell or low
-
-
-_NVML: dict = {}
-
-
-def _nvml_reader(dev):
-    """(sm_mhz(), max_mhz(), reasons()) for ``dev`` from NVML (cuda.bindings.nvml, else
-    pynvml), or a str saying why there is none.  Cached per process."""
-    key = int(dev)
-    if key in _NVML:
-        return _NVML[key]
-    bus = check(api().cuDeviceGetPCIBusId(32, dev), "cuDeviceGetPCIBusId")
-    bus = bus.split(b"\0")[0].decode() if isinstance(bus, bytes) else str(bus)
-    try:
-        try:
-            from cuda.bindings import nvml
-            nvml.init_v2()
-            h = nvml.device_get_handle_by_pci_bus_id_v2(bus)
-            sm = nvml.ClockType.CLOCK_SM
-            reader = (lambda: nvml.device_get_clock_info(h, sm),
-                      lambda: nvml.device_get_max_clock_info(h, sm),
-                      lambda: nvml.device_get_current_clocks_event_reasons(h))
-        except ImportError:
-            try:
-                import pynvml
-            except ImportError:
-                raise ImportError("no NVML bindings: cuda.bindings.nvml (cuda-bindings 13.x) or "
-                                  "pynvml (nvidia-ml-py)") from None
-            pynvml.nvmlInit()
-            h = pynvml.nvmlDeviceGetHandleByPciBusId(bus)
-            sm = pynvml.NVML_CLOCK_SM
-            reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-                pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
-            reader = (lambda: pynvml.nvmlDeviceGetClockInfo(h, sm),
-                      lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, sm), lambda: reasons(h))
-        reader[0]()
-    except Exception as exc:                # no NVML library, no permission, a MIG slice...
-        reader = f"SM clock not read ({type(exc).__name__}: {str(exc)[:120]})"
-    _NVML[key] = reader
-    return reader
-
-
-def _clock(reader) -> int | None:
-    try:
-        return int(reader[0]())
-    except Exception:
-        return None
-
-
-def _clocks(reader, before: int | None) -> Clocks:
-    if isinstance(reader, str):
-        return Clocks(note=reader)
-    after = _clock(reader)
-    try:
-        top = int(reader[1]())
-    except Exception:
-        top = None
-    try:
-        bits = int(reader[2]())
-        reasons = tuple(text for bit, text in _REASONS.items() if bits & bit)
-    except Exception:
-        reasons = ()
-    return Clocks(before, after, top, reasons)
+__all__ = ["Timing", "BenchError", "options", "measure", "GRAPH_LAUNCHES", "WARMUP_MS",
+           "WARMUP_MAX", "FLUSH_FACTOR", "BATCH"]
 
 
 # ---- the flush buffer -------------------------------------------------------------------------
@@ -414,7 +150,7 @@ def options(repeat=100, warmup=None, flush=True, graph=False, nbytes=None, flops
     out.update(flush=flush, graph=graph,
                nbytes=_amount(nbytes, "nbytes", "bytes one launch reads and writes"),
                flops=_amount(flops, "flops", "floating-point operations one launch does"),
-               dtype=_dtype(dtype))
+               dtype=flop_type(dtype))
     return out
 
 
@@ -426,12 +162,9 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
     queued BATCH at a time while the stream is held, so the GPU never waits for Python inside
     an event pair."""
     try:
-        b = kernel._bind()
+        handle, packer = kernel._bench_parts(shared)
     except NoGPUError as exc:
         raise NoGPUError(f"{kernel.name}.bench: {exc}", exc.name, exc.code) from None
-    handle, packer = b[1], b[2]
-    if shared > kernel._max_dynamic:
-        kernel._allow_shared(handle, shared)
     drv = api()
     dev = driver.device()
     info = device_info()
@@ -464,8 +197,8 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                     check((err,), what)
         warmed = _warm(drv, step, s, warmup, event)
         scratch = _scratch(dev, info) if flush else None
-        reader = _nvml_reader(dev)
-        before = None if isinstance(reader, str) else _clock(reader)
+        reader = nvml_reader(dev)
+        before = None if isinstance(reader, str) else read_clock(reader)
         pairs = [(event(), event()) for _ in range(repeat)]
         gate = _gate(dev)
         for first in range(0, repeat, BATCH):
@@ -488,7 +221,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                 if held is not None:
                     _release(gate, held)
         check(drv.cuEventSynchronize(pairs[-1][1]), f"running {kernel.name}")
-        clocks = _clocks(reader, before)
+        clocks = clocks_after(reader, before)
         per = graph or 1
         samples = tuple(float(check(drv.cuEventElapsedTime(a, z), "cuEventElapsedTime")) / per
                         for a, z in pairs)
@@ -644,7 +377,7 @@ class Timing:
 
     @property
     def mean_ms(self) -> float:
-        return math.fsum(self.samples_ms) / self.n
+        return mean(self.samples_ms)
 
     @property
     def q1_ms(self) -> float:
@@ -717,145 +450,11 @@ class Timing:
                 f"for the table>")
 
 
-BenchResult = Timing       # the name bench's result had before Timing
-
-
-# ---- history ----------------------------------------------------------------------------------
-
-HISTORY_RUNS = 100         # runs kept per kernel name (the oldest go first)
-HISTORY_KERNELS = 200      # kernel names kept (the least recently benched go first)
-REGRESSION = 0.03          # a change must also exceed 3% to be marked
-
-_HISTORY: "collections.OrderedDict[str, collections.deque]" = collections.OrderedDict()
-_HLOCK = threading.Lock()
-
-
-def _hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-
-
-def _arg_signature(args: Sequence) -> tuple:
-    """What about the arguments changes a kernel's time: array shapes and dtypes, scalar values."""
-    out = []
-    for a in args:
-        if hasattr(a, "shape") and hasattr(a, "dtype"):
-            out.append(("array", tuple(int(x) for x in a.shape), str(a.dtype).removeprefix("torch.")))
-        elif a is None or isinstance(a, (bool, int, float, complex, str)):
-            out.append(repr(a)[:100])
-        elif isinstance(a, (bytes, bytearray)):
-            out.append(("bytes", _hash(bytes(a).hex())))
-        else:
-            out.append(type(a).__name__)
-    return tuple(out)
-
-
-def record(kernel, timing: Timing, args: Sequence = ()) -> Timing:
-    """Keep ``timing`` in the session's history of ``kernel.name``; returns it with its build
-    (config, source) and launch-setup hashes filled in."""
-    result = getattr(kernel, "result", None)
-    config = getattr(result, "config", None)
-    config_json = config.json() if hasattr(config, "json") else ""
-    launch = repr((tuple(timing.dims), timing.shared_mem, timing.flush, timing.graph,
-                   _arg_signature(args)))
-    timing = dataclasses.replace(timing, config_hash=_hash(config_json),
-                                 source_hash=_hash(getattr(result, "source", "") or ""),
-                                 launch_hash=_hash(launch))
-    with _HLOCK:
-        runs = _HISTORY.pop(timing.kernel, None) or collections.deque(maxlen=HISTORY_RUNS)
-        runs.append(timing)
-        _HISTORY[timing.kernel] = runs
-        while len(_HISTORY) > HISTORY_KERNELS:
-            _HISTORY.popitem(last=False)
-    return timing
-
-
-def clear_history(kernel=None) -> None:
-    """Forget the history of ``kernel`` (a Kernel or its name), or of every kernel."""
-    with _HLOCK:
-        if kernel is None:
-            _HISTORY.clear()
-        else:
-            _HISTORY.pop(getattr(kernel, "name", kernel), None)
-
-
-def history(kernel) -> "History":
-    """Every ``bench`` of ``kernel`` (a Kernel or its name) in this session, oldest first.
-
-    Kernels are keyed by name, so the same ``k`` edited and re-run in a new cell continues
-    its history; each run carries the hashes of the build's config and source.
-    """
-    name = getattr(kernel, "name", kernel)
-    if not isinstance(name, str):
-        raise HistoryError(f"history(kernel): give a Kernel or a kernel's name, not {quote(kernel)}")
-    with _HLOCK:
-        runs = list(_HISTORY.get(name, ()))
-        known = list(_HISTORY)
-    if not runs:
-        hint = (f"; benched so far: {', '.join(known[-10:])}" if known
-                else "; time it with k.bench(grid, block, *args) first")
-        raise HistoryError(f"no bench of {quote(name)} in this session{hint}")
-    return History(name, runs)
-
-
-@dataclass(frozen=True)
-class Mark:
-    """How a run compares with the previous run of the same launch setup."""
-
-    kind: str = ""                      # "regression", "improvement", "" (within noise or first)
-    change: float | None = None         # median / previous median - 1
-    against: int | None = None          # index of the run compared with
-
-
-def marks(runs: Sequence[Timing]) -> list[Mark]:
-    """A run whose median is above the previous comparable run's CI upper bound and more than
-    3% slower is a regression; below its CI lower bound and more than 3% faster, an
-    improvement.  Comparable: the same ``launch_hash``."""
-    out, last = [], {}
-    for i, t in enumerate(runs):
-        j = last.get(t.launch_hash)
-        last[t.launch_hash] = i
-        if j is None:
-            out.append(Mark())
-            continue
-        base = runs[j]
-        change = t.median_ms / base.median_ms - 1
-        lo, hi = base.ci_ms
-        kind = ("regression" if t.median_ms > hi and change > REGRESSION else
-                "improvement" if t.median_ms < lo and change < -REGRESSION else "")
-        out.append(Mark(kind, change, j))
-    return out
-
-
-class History:
-    """A kernel's timings in this session, with regressions and improvements marked."""
-
-    def __init__(self, kernel: str, runs: Sequence[Timing]):
-        self.kernel = kernel
-        self.runs = tuple(runs)
-        self.marks = marks(self.runs)
-
-    def __len__(self) -> int:
-        return len(self.runs)
-
-    def __getitem__(self, i):
-        return self.runs[i]
-
-    def __iter__(self):
-        return iter(self.runs)
-
-    @property
-    def latest(self) -> Timing:
-        return self.runs[-1]
-
-    @property
-    def regressions(self) -> list[int]:
-        return [i for i, m in enumerate(self.marks) if m.kind == "regression"]
-
-    @property
-    def improvements(self) -> list[int]:
-        return [i for i, m in enumerate(self.marks) if m.kind == "improvement"]
-
-    def __repr__(self) -> str:
-        return (f"<History {self.kernel}: {len(self.runs)} runs, {len(self.regressions)} "
-                f"regressions, {len(self.improvements)} improvements; cuda_magic.show(h) for the "
-                f"table>")
+def __getattr__(name: str):
+    """``BenchResult``: the name ``Timing`` had, kept as a deprecated alias."""
+    if name == "BenchResult":
+        import warnings
+        warnings.warn("cuda_magic BenchResult is Timing: use cuda_magic.Timing", DeprecationWarning,
+                      stacklevel=2)
+        return Timing
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,15 +9,16 @@ import sys
 import tempfile
 from typing import Sequence
 
+from .. import settings
 from ..compile.compiler import CompilationResult
 from . import driver, worker
 from .args import ArgumentError, Packer, release
 from . import bench as _bench
-from .bench import BenchError, BenchResult, Timing  # noqa: F401  (kernel.BenchError/BenchResult)
+from .bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
 from .driver import CudaError, api, check
 from .types import Param
 
-__all__ = ["Kernel", "BenchResult"]
+__all__ = ["Kernel"]
 
 
 def _dims(v, what: str) -> tuple[int, int, int]:
@@ -103,6 +104,14 @@ class Kernel:
         self._max_dynamic = 48 * 1024
         self._fast = None
         return b
+
+    def _bench_parts(self, shared: int):
+        """(CUkernel handle, Packer) of the loaded kernel, with ``shared`` bytes of dynamic
+        shared memory allowed: what ``bench.measure`` launches and packs with."""
+        b = self._bind()
+        if shared > self._max_dynamic:
+            self._allow_shared(b[1], shared)
+        return b[1], b[2]
 
     def _check_arch(self) -> None:
         if self.unavailable:
@@ -360,18 +369,14 @@ class _Launcher:
         k._launch(b[1], self.dims, self.shared, self.stream, b[2].address, False)
 
 
-# The launch plan's last call (Packer.launcher_call): "auto" CuPy's cupy.cuda.driver.launchKernel
-# where CuPy is loaded already (driver.int_launch), else cuda.bindings' cuLaunchKernel;
-# "bindings" always cuda.bindings' cuLaunchKernel.
-PLAN_LAUNCH = "auto"
-
-
 def _fast_launcher(bound) -> tuple:
     """(the kernel's launcher class, with its launch plan as ``__call__``; the handle to launch;
     whether the plan calls CuPy's launchKernel with ints)."""
     _, handle, packer, launch = bound
     cls = type("_Launcher", (_Launcher,), {"__slots__": (), "__doc__": _Launcher.__doc__})
-    ints = driver.int_launch() if PLAN_LAUNCH == "auto" else None
+    # the plan's last call (Packer.launcher_call), settings.plan_launch: "auto" CuPy's
+    # launchKernel where CuPy is loaded already (driver.int_launch), "bindings" cuda.bindings'
+    ints = driver.int_launch() if settings.plan_launch == "auto" else None
     packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call), ints)
     get = getattr(api(), "cuKernelGetFunction", None)   # in the current context: a little faster
     if get is not None:

@@ -24,11 +24,12 @@ import json
 import os
 import sys
 
+from ..settings import TOOL_CHILD as CHILD_ENV   # set in the child: no "try k.check" hint there
+
 SPEC = "spec.json"
 RESULT = "result.json"
 BINARY = {"cubin": "module.cubin", "fatbin": "module.fatbin", "ptx": "module.ptx"}
 VERSION = 1
-CHILD_ENV = "CUDA_MAGIC_TOOL_CHILD"     # set in the child: no "try k.check" hint there
 
 
 def child_env(**extra: str) -> dict:

@@ -17,37 +17,27 @@ Parsing the tools' output and the result objects are in :mod:`.reports`.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 
-from ..compile.backends import ToolNotFoundError
+from .. import settings, tools as _tools
 from ..config import Error, clip
+from ..errors import ToolNotFoundError
 from . import launcher, reports
 from .args import ArgumentError
 from .driver import NoGPUError
 
-__all__ = ["find_tool", "write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
+__all__ = ["write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
            "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
-_INSTALL = {
-    "ncu": "install Nsight Compute or put it on PATH",
-    "compute-sanitizer": "install the CUDA toolkit's compute-sanitizer or put it on PATH",
-}
-# Where the tools live besides PATH and $CUDA_HOME/bin (newest version first for globs).
-_SYSTEM = {
-    "ncu": ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute/*", "/usr/local/cuda/nsight-compute*"),
-    "compute-sanitizer": ("/usr/local/cuda/bin", "/usr/local/cuda/compute-sanitizer"),
-}
 _TIMEOUT_S = 600.0
 _EXIT_SANITIZER = 86       # --error-exitcode: the sanitizer found errors
 
@@ -58,30 +48,6 @@ class ProfilerPermissionError(Error, PermissionError):
 
 class ToolRunError(Error, RuntimeError):
     """The tool or the helper process failed; the message quotes what they said."""
-
-
-# ------------------------------------------------------------------------- finding the tools
-
-def find_tool(name: str, *, environ=None, system=None) -> str:
-    """The path of ``ncu`` or ``compute-sanitizer``: on PATH, in ``$CUDA_HOME/bin`` (or
-    ``$CUDA_PATH/bin``), in ``/usr/local/cuda/bin``, for ncu in ``/opt/nvidia/nsight-compute/*``.
-    :class:`ToolNotFoundError` says what to install."""
-    env = os.environ if environ is None else environ
-    found = shutil.which(name, path=env.get("PATH", ""))
-    if found:
-        return found
-    dirs = [os.path.join(env[v], "bin") for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
-    for d in (_SYSTEM.get(name, ()) if system is None else system):
-        dirs.extend(sorted(glob.glob(d), key=_version_key, reverse=True) if "*" in d else [d])
-    for d in dirs:
-        path = os.path.join(d, name)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    raise ToolNotFoundError(f"{name} not found ({_INSTALL.get(name, 'put it on PATH')})")
-
-
-def _version_key(path: str) -> list:
-    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", os.path.basename(path))]
 
 
 # ------------------------------------------------------------------------- the launch spec
@@ -275,7 +241,7 @@ def profile(kernel, dims, shared: int, args, *, metrics=None, set: str = "defaul
         raise ArgumentError(f"clock_control={clock_control!r}: 'base' (ncu's default: clocks "
                             f"locked to base) or 'none' (the clocks the GPU picks)")
     _need_gpu(kernel, "profile")
-    ncu = find_tool("ncu")
+    ncu = _tools.find("ncu")
     symbol = _symbol(kernel)
     rep = _report_path(kernel.name)
     want = list(dict.fromkeys([*reports.METRICS, *(metrics or ())]))
@@ -410,7 +376,7 @@ def check(kernel, dims, shared: int, args, *, tool: str = "memcheck", print_limi
     if isinstance(options, str) or not all(isinstance(o, str) for o in options):
         raise ArgumentError("options must be a list of compute-sanitizer flags, one flag per item")
     _need_gpu(kernel, "check")
-    sanitizer = find_tool("compute-sanitizer")
+    sanitizer = _tools.find("compute-sanitizer")
     symbol = _symbol(kernel)
     with tempfile.TemporaryDirectory(prefix="cuda-magic-tool-") as tmp:
         notes = write_spec(kernel, dims, shared, args, tmp)
@@ -435,7 +401,7 @@ def check(kernel, dims, shared: int, args, *, tool: str = "memcheck", print_limi
 
 def check_hint(kernel, dims, shared: int = 0) -> str:
     """The line a fault's message ends with: the exact ``k.check(...)`` call to find where."""
-    if os.environ.get(launcher.CHILD_ENV):
+    if settings.in_tool_child():
         return ""
     names = ", ".join(p.name or f"arg{i}" for i, p in enumerate(kernel.params))
     extra = f", shared_mem={shared}" if shared else ""

@@ -1,13 +1,15 @@
 """Kernel parameter types: what a C parameter is and how its value is packed.
 
 Pure data, no CUDA.  The cell layer parses declarations into :class:`Param`;
-the runtime packs Python values by these tables.
+the runtime packs Python values by these tables, keyed by the canonical spelling of
+:func:`~cuda_magic.compile.cpptypes.canonical_type` (re-exported here).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from ..compile.cpptypes import canonical_type
 
 __all__ = ["Param", "Scalar", "SCALARS", "canonical_type"]
 
@@ -40,62 +42,6 @@ SCALARS: dict[str, Scalar] = {
     "__half": Scalar("e", "float16", 2),
     "__nv_bfloat16": Scalar("H", "bfloat16", 2),  # packed from float by round-to-nearest-even
 }
-
-# Typedefs every CUDA translation unit sees (<cstdint>, <cstddef>, glibc's sys/types.h, cuda.h,
-# the CUDA runtime's texture/surface objects), by their canonical spelling.
-_ALIASES = {
-    "int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short",
-    "uint16_t": "unsigned short", "int32_t": "int", "uint32_t": "unsigned int",
-    "int64_t": "long long", "uint64_t": "unsigned long long", "size_t": "unsigned long",
-    "ssize_t": "long", "ptrdiff_t": "long", "intptr_t": "long", "uintptr_t": "unsigned long",
-    "intmax_t": "long", "uintmax_t": "unsigned long",
-    "uint": "unsigned int", "ushort": "unsigned short", "ulong": "unsigned long",
-    "CUdeviceptr": "unsigned long long", "CUdeviceptr_v2": "unsigned long long",
-    "cudaTextureObject_t": "unsigned long long", "cudaSurfaceObject_t": "unsigned long long",
-    "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
-    "half": "__half", "nv_half": "__half", "__nv_half": "__half",
-    "nv_bfloat16": "__nv_bfloat16", "__bfloat16": "__nv_bfloat16",
-}
-
-_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct",
-               "class", "union", "enum", "typename", "__grid_constant__"}
-_INT_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
-# std::, ::std::, cuda::std::, and their versioned inline namespaces (std::__4::, std::__cxx11::)
-_STD = re.compile(r"(?<![\w:])(?:::)?(?:cuda::)?std::(?:__\d+::|__cxx11::)?|^::")
-
-
-def _integer(words: list[str]) -> str | None:
-    """The canonical spelling of an integer type written with its words in any order."""
-    longs, unsigned = words.count("long"), "unsigned" in words
-    if "char" in words:
-        return "unsigned char" if unsigned else "signed char" if "signed" in words else "char"
-    if "short" in words:
-        base = "short"
-    elif longs in (1, 2):
-        base = "long" * (longs == 1) or "long long"
-    elif longs == 0:
-        base = "int"
-    else:
-        return None
-    return ("unsigned " if unsigned else "") + base
-
-
-def canonical_type(text: str) -> str:
-    """``"const unsigned long int"`` -> ``"unsigned long"``; ``"std::size_t"`` -> ``"unsigned long"``.
-
-    Qualifiers and ``std::``/``cuda::std::``/``::`` prefixes are dropped, integer words may come
-    in any order (``"long unsigned int"``, as demanglers and debuggers write them), and the
-    typedefs every CUDA program sees (``uint32_t``, ``size_t``, ``uint``, ``cudaTextureObject_t``)
-    map to their scalar; types this table does not know (structs, enums, the cell's own
-    typedefs) come back with single spaces.
-    """
-    words = [w for w in _STD.sub("", " ".join(text.split()).replace(" ::", "::")
-                                 .replace(":: ", "::")).split() if w not in _QUALIFIERS]
-    if words and set(words) <= _INT_WORDS and (name := _integer(words)):
-        return name
-    name = " ".join(words)
-    return _ALIASES.get(name, name)
-
 
 @dataclass(frozen=True)
 class Param:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ...config import ConfigError, Error, clip, printable
+from ...errors import ToolNotFoundError  # noqa: F401  (backends.ToolNotFoundError)
 
 __all__ = ["Backend", "Output", "CompileError", "InputTypeError", "ToolNotFoundError",
            "register_backend", "get_backend", "list_backends", "ptxas_each", "ptxas_joined"]
@@ -99,10 +100,6 @@ class CompileError(Error, RuntimeError):
             return super()._render_traceback_()
         n = len(self.error_lines())
         return [printable(f"CompileError: {self.what} ({n} error{'s' if n != 1 else ''}, shown above)")]
-
-
-class ToolNotFoundError(Error, RuntimeError):
-    """A CUDA tool (nvcc, nvdisasm, cuobjdump, NVRTC) is not installed."""
 
 
 class InputTypeError(Error, TypeError):

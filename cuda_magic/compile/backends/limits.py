@@ -3,9 +3,10 @@
 A compile can take minutes (a big unrolled kernel, CUTLASS).  Ctrl-C must stop
 waiting at once, and a limit can be set after which a compile is given up:
 
-- ``CUDA_MAGIC_COMPILE_TIMEOUT`` (seconds; unset, empty, ``0`` or ``none``: no
-  limit) is the default; :func:`set_compile_timeout` overrides it for the
-  process (``None``: no limit).  Each compiler run gets the whole limit.
+- ``settings.compile_timeout`` (:mod:`cuda_magic.settings`; ``CUDA_MAGIC_COMPILE_TIMEOUT``,
+  seconds; unset, empty, ``0`` or ``none``: no limit) is the limit;
+  :func:`set_compile_timeout` sets it for the process (``None``: no limit).  Each
+  compiler run gets the whole limit.
 - nvcc runs in its own process group; on Ctrl-C, the limit or any error the
   whole group (nvcc, cicc, ptxas, ...) is killed and its directory removed.
 - While a compile runs on the main thread, the listeners registered with
@@ -31,16 +32,14 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from ...config import ConfigError
+from ... import settings
 from . import CompileError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
            "progress", "doing", "tick", "parallel", "cancellable", "cancelled", "Cancelled"]
 
 POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
-ENV = "CUDA_MAGIC_COMPILE_TIMEOUT"
-_UNSET = object()
-_state: dict = {"timeout": _UNSET}
+ENV = settings.TABLE["compile_timeout"].env       # its environment variable
 _listeners: list[Callable[[str, float], None]] = []
 T = TypeVar("T")
 
@@ -91,35 +90,20 @@ def tick(what: str, started: float) -> None:
             pass
 
 
-def _seconds(value, where: str) -> float | None:
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "0", "none", "off")):
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: the compile time limit is a number of seconds (or None for "
-                          f"no limit), not {value!r}", "timeout") from None
-    if not seconds >= 0 or seconds == float("inf"):      # NaN, negative, inf
-        raise ConfigError(f"{where}: the compile time limit must be a positive number of seconds "
-                          f"(or None for no limit), not {value!r}", "timeout")
-    return seconds or None
-
-
 def set_compile_timeout(seconds: float | None) -> None:
     """Give up a compile after ``seconds`` (``None`` or ``0``: no limit, the default).
 
-    Overrides ``CUDA_MAGIC_COMPILE_TIMEOUT`` for this process.  A compile that
-    takes longer raises :class:`CompileTimeoutError` (nvcc: its processes are
-    killed; NVRTC: the compile is abandoned and finishes in the background).
+    Sets ``cuda_magic.settings.compile_timeout``, overriding ``CUDA_MAGIC_COMPILE_TIMEOUT`` for
+    this process.  A compile that takes longer raises :class:`CompileTimeoutError` (nvcc: its
+    processes are killed; NVRTC: the compile is abandoned and finishes in the background).
     """
-    _state["timeout"] = _seconds(seconds, "set_compile_timeout")
+    settings.put("compile_timeout", seconds, by="set_compile_timeout")
 
 
 def compile_timeout() -> float | None:
-    """The limit in force: :func:`set_compile_timeout`'s, else ``$CUDA_MAGIC_COMPILE_TIMEOUT``."""
-    if _state["timeout"] is not _UNSET:
-        return _state["timeout"]
-    return _seconds(os.environ.get(ENV), ENV)
+    """The limit in force, ``settings.compile_timeout``: :func:`set_compile_timeout`'s, else
+    ``$CUDA_MAGIC_COMPILE_TIMEOUT``'s (None: no limit)."""
+    return settings.compile_timeout
 
 
 class CompileTimeoutError(CompileError):

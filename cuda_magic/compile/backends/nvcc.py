@@ -10,8 +10,9 @@ an ``a``/``f`` arch gets ``-gencode=arch=compute_90a,code=sm_90a
 caller's working directory so relative paths in the user's flags and quoted
 ``#include``s resolve as they do with NVRTC (hence ``-I.``).  The temporary
 directory is also nvcc's ``TMPDIR``, and its path is dropped from the log so
-messages read ``cell.cu(N)``.  nvcc is found with
-:mod:`cuda.pathfinder` (pip wheels, conda, CUDA_HOME/CUDA_PATH) or on PATH.
+messages read ``cell.cu(N)``.  nvcc is found by :func:`cuda_magic.tools.find`
+(:mod:`cuda.pathfinder`: pip wheels, conda, CUDA_PATH/CUDA_HOME; then CUDA_HOME/CUDA_PATH,
+PATH, ``/usr/local/cuda/bin``).
 
 nvcc runs in its own process group (session): on Ctrl-C, the compile time limit
 (:mod:`.limits`) or any error the whole group is killed (``os.killpg``), so no
@@ -21,9 +22,7 @@ nvcc runs in its own process group (session): on Ctrl-C, the compile time limit
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -33,43 +32,19 @@ import time
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from ... import tools
 from ...config import clip
 from .. import instances
 from ..headers import cutlass_dirs
-from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_joined
+from . import Backend, CompileError, Output, ptxas_joined
 from .limits import POLL, Cancelled, CompileTimeoutError, cancelled, compile_timeout, tick
 
 FILENAME = "cell.cu"
 
 
-def find_nvcc() -> str:
-    """Path of nvcc, or :class:`ToolNotFoundError` saying how to get one."""
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        path = find_nvidia_binary_utility("nvcc")
-    except Exception:
-        path = None
-    if not path:
-        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-        cand = os.path.join(home, "bin", "nvcc") if home else None
-        path = cand if cand and os.access(cand, os.X_OK) else shutil.which("nvcc")
-    if not path:
-        raise ToolNotFoundError(
-            "nvcc was not found (looked in NVIDIA pip wheels, conda, CUDA_HOME, "
-            "CUDA_PATH and PATH); install it with pip install 'cuda-magic[nvcc]' "
-            "or set CUDA_HOME to a CUDA toolkit")
-    return path
-
-
-@functools.cache
-def _version(path: str) -> str:
-    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
-    return m.group(1) if m else "unknown"
-
-
 def version() -> str:
-    return _version(find_nvcc())
+    """nvcc's version (``13.0.88``): :func:`cuda_magic.tools.version`."""
+    return tools.version("nvcc")
 
 
 def arch_flags(arch: str, target_format: str) -> tuple[str, ...]:
@@ -188,12 +163,12 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
     the cell (:func:`~cuda_magic.compile.instances.appended`) and found in the binary by their
     demangled names (``Output.lowered_names``, as NVRTC gives them)."""
     cell, names = source, tuple(name_expressions)
-    source = instances.appended(cell, names)
+    source = instances.appended(cell, names, flags)
     with _private_dir() as (tmp, box):
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
         # The PTX view comes from this very run (its kept .ptx), never from a second compile.
         keep = () if target_format == "ptx" else ("--keep", f"--keep-dir={tmp}")
-        argv = (find_nvcc(), *arch_flags(arch, target_format), f"--{target_format}", *flags,
+        argv = (tools.find("nvcc"), *arch_flags(arch, target_format), f"--{target_format}", *flags,
                 *ptxas,  # a subdirectory %%cuda_header's own directory first, as with NVRTC
                 *(f"-I{d}" for d in sorted({os.path.dirname(n) for n in headers} - {""})), "-I.",
                 *(f"-I{d}" for d in cutlass_dirs()), *keep, "-o", out, src)
@@ -230,7 +205,7 @@ def _appended_note(exc: CompileError, cell: str, names: Sequence[str]) -> Compil
                   and (i := instances.instance_of_line(line, first, len(names))) is not None})
     for i in bad[:3]:
         exc.note(f"--instantiate {clip(names[i], 80)!r}: the compiler cannot instantiate it as "
-                 f"written (line {first + i}: cuda-magic's line for it, appended after the cell)")
+                 f"written (line {first + 1 + i}: cuda-magic's line for it, appended after the cell)")
     return exc
 
 

@@ -10,7 +10,7 @@ import re
 from html import escape
 
 from ..runtime.reports import short_dim
-from . import html
+from . import markup
 from .text import table as text_table
 
 __all__ = ["profile_text", "profile_html", "lines_text", "check_text", "check_html"]
@@ -128,18 +128,18 @@ def profile_text(p) -> str:
 
 
 def profile_html(p) -> str:
-    head = html.note(f"{p.kernel}{_dims(p.dims)} under {p.tool_version or 'Nsight Compute'}",
+    head = markup.note(f"{p.kernel}{_dims(p.dims)} under {p.tool_version or 'Nsight Compute'}",
                      "font-weight: bold")
-    body = html.table(["", ""], [[escape(k), escape(v)] for k, v in _summary(p)])
-    advice = "".join(html.note(f"ncu: {a}", "") for a in _advice(p))
+    body = markup.table(["", ""], [[escape(k), escape(v)] for k, v in _summary(p)])
+    advice = "".join(markup.note(f"ncu: {a}", "") for a in _advice(p))
     if p.lines:
         rows = [[escape(c) for c in r] for r in _line_rows(p, 8)]
-        lines = (html.note(f"hottest cell lines (warp stall samples); {p.line_note}") +
-                 html.table(LINE_HEAD, rows))
+        lines = (markup.note(f"hottest cell lines (warp stall samples); {p.line_note}") +
+                 markup.table(LINE_HEAD, rows))
     else:
-        lines = html.note(p.line_note, html.WARN) if p.line_note else ""
-    notes = "".join(html.note(f"note: {n}", html.WARN) for n in p.notes)
-    rep = html.note(f"report: {p.report} (open it in Nsight Compute: ncu-ui {p.report})")
+        lines = markup.note(p.line_note, markup.WARN) if p.line_note else ""
+    notes = "".join(markup.note(f"note: {n}", markup.WARN) for n in p.notes)
+    rep = markup.note(f"report: {p.report} (open it in Nsight Compute: ncu-ui {p.report})")
     return f'<div class="cuda-magic">{head}{body}{advice}{lines}{notes}{rep}</div>'
 
 
@@ -189,6 +189,6 @@ def check_text(c) -> str:
 def check_html(c) -> str:
     text = check_text(c)
     first, rest = (text.split("\n", 1) + [""])[:2]
-    style = "font-weight: bold" if c.ok else html.ERR
-    return (f'<div class="cuda-magic">{html.note(first, style)}'
-            f'{html.pre(rest) if rest else ""}</div>')
+    style = "font-weight: bold" if c.ok else markup.ERR
+    return (f'<div class="cuda-magic">{markup.note(first, style)}'
+            f'{markup.pre(rest) if rest else ""}</div>')

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from ..inspect.lines import METRICS, KernelLines, LineCost
-from . import html
+from . import markup
 from .text import table as text_table
 
 __all__ = ["text_table_of", "hottest_text", "heat_map", "hottest_html", "METRIC_LABELS"]
@@ -89,9 +89,9 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
         bg = f"background: rgba({red},{green},{blue},{alpha:.2f})"
         tip = escape(_hot(r) + (f"; notable: {', '.join(r.notable)}" if r.notable else ""),
                      quote=True)
-        sass = _inlined_html(r) + html.pre("\n".join(r.sass))
+        sass = _inlined_html(r) + markup.pre("\n".join(r.sass))
         if r.inlined:
-            code += (f'<span style="{html.DIM}">    ← {_n(len(r.inlined), "inlined line")} '
+            code += (f'<span style="{markup.DIM}">    ← {_n(len(r.inlined), "inlined line")} '
                      f'({escape(_families(r))})</span>')
         spill = f"{r.spills}" if r.spills else ""
         out.append(f'<tr style="{bg}" title="{tip}"><td style="{gutter}">{n}</td>'
@@ -100,13 +100,13 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
                    f'<td><details><summary style="white-space: pre; cursor: pointer">{code}'
                    f'</summary>{sass}</details></td></tr>')
     others = [r for r in kl.rows if r.file != "cell.cu" or r.line is None]
-    tail = "".join(html.note(_hot(r)) for r in others)
+    tail = "".join(markup.note(_hot(r)) for r in others)
     head = (f'<tr style="opacity: 0.7"><th style="{gutter}">line</th><th style="{gutter}">regs'
             f'</th><th style="{gutter}">spills</th><th style="{gutter}">instr</th>'
             f'<th style="text-align: left">source (colour: {METRIC_LABELS[metric]}; click a line '
             f'for its SASS)</th></tr>')
-    lead = html.note(f"{kl.kernel}: peak {kl.peak} live registers; read from {kl.binary}")
-    return (lead + f'<table style="border-collapse: collapse; {html.MONO}; line-height: 1.35">'
+    lead = markup.note(f"{kl.kernel}: peak {kl.peak} live registers; read from {kl.binary}")
+    return (lead + f'<table style="border-collapse: collapse; {markup.MONO}; line-height: 1.35">'
             f"{head}{''.join(out)}</table>" + tail)
 
 
@@ -128,25 +128,25 @@ def _inlined_html(r: LineCost) -> str:
     rows = "".join(f'<tr title="{escape(_hot(s), quote=True)}"><td style="{td}">{escape(s.where)}'
                    f'</td><td style="{td}; text-align: right">{_n(s.instructions, "instruction")}'
                    f'</td><td style="{td}; text-align: right">{s.registers} regs</td>'
-                   f'<td style="{td}; {html.DIM}">{escape((s.text or "").strip()[:80])}</td></tr>'
+                   f'<td style="{td}; {markup.DIM}">{escape((s.text or "").strip()[:80])}</td></tr>'
                    for s in r.inlined)
-    return (f'<div style="{html.DIM}">{r.inlined_instructions} of its '
+    return (f'<div style="{markup.DIM}">{r.inlined_instructions} of its '
             f'{_n(r.instructions, "instruction")} inlined from:</div>'
             f'<table style="border-collapse: collapse">{rows}</table>')
 
 
 def unavailable(exc: Exception, name: str | None = None) -> str:
     """Why a view has no per-line cost (no nvdisasm, no cubin), as a warning note."""
-    return html.note(f"{name + ': ' if name else ''}per-line cost unavailable: "
-                     f"{type(exc).__name__}: {exc}", html.WARN)
+    return markup.note(f"{name + ': ' if name else ''}per-line cost unavailable: "
+                     f"{type(exc).__name__}: {exc}", markup.WARN)
 
 
 def hottest_html(name: str, kl: KernelLines, n: int = 5) -> str:
     hot = kl.hottest(n)
     items = "".join(f"<li>{escape(_hot(r))}" + (f" <i>{escape((r.text or '').strip()[:80])}</i>"
                                                 if r.text else "") + "</li>" for r in hot)
-    return (f'<div style="{html.MONO}"><b>{escape(name)}</b>: peak {kl.peak} live registers '
-            f'<span style="{html.DIM}">({escape(kl.binary)})</span><ol style="margin: 2px 0">'
+    return (f'<div style="{markup.MONO}"><b>{escape(name)}</b>: peak {kl.peak} live registers '
+            f'<span style="{markup.DIM}">({escape(kl.binary)})</span><ol style="margin: 2px 0">'
             f"{items}</ol></div>")
 
 

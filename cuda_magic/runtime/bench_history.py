@@ -1,0 +1,164 @@
+"""The session's bench history: every Timing kept per kernel name, regressions marked.
+
+``Kernel.bench`` hands each :class:`~cuda_magic.runtime.bench.Timing` to :func:`record`,
+which fills in the build's and the launch setup's hashes and keeps it (bounded: HISTORY_RUNS
+per kernel, HISTORY_KERNELS kernels); :func:`history` returns a kernel's :class:`History`,
+whose :func:`marks` say which runs got slower or faster than the last run of the same launch
+setup.  How a History looks is in ``cuda_magic.display.timing``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from ..errors import HistoryError, quote
+
+if TYPE_CHECKING:
+    from .bench import Timing
+
+__all__ = ["History", "HistoryError", "Mark", "history", "clear_history", "record", "marks",
+           "HISTORY_RUNS", "HISTORY_KERNELS", "REGRESSION"]
+
+
+HISTORY_RUNS = 100         # runs kept per kernel name (the oldest go first)
+HISTORY_KERNELS = 200      # kernel names kept (the least recently benched go first)
+REGRESSION = 0.03          # a change must also exceed 3% to be marked
+
+_HISTORY: "collections.OrderedDict[str, collections.deque]" = collections.OrderedDict()
+_HLOCK = threading.Lock()
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _arg_signature(args: Sequence) -> tuple:
+    """What about the arguments changes a kernel's time: array shapes and dtypes, scalar values."""
+    out = []
+    for a in args:
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            out.append(("array", tuple(int(x) for x in a.shape), str(a.dtype).removeprefix("torch.")))
+        elif a is None or isinstance(a, (bool, int, float, complex, str)):
+            out.append(repr(a)[:100])
+        elif isinstance(a, (bytes, bytearray)):
+            out.append(("bytes", _hash(bytes(a).hex())))
+        else:
+            out.append(type(a).__name__)
+    return tuple(out)
+
+
+def record(kernel, timing: Timing, args: Sequence = ()) -> Timing:
+    """Keep ``timing`` in the session's history of ``kernel.name``; returns it with its build
+    (config, source) and launch-setup hashes filled in."""
+    result = getattr(kernel, "result", None)
+    config = getattr(result, "config", None)
+    config_json = config.json() if hasattr(config, "json") else ""
+    launch = repr((tuple(timing.dims), timing.shared_mem, timing.flush, timing.graph,
+                   _arg_signature(args)))
+    timing = dataclasses.replace(timing, config_hash=_hash(config_json),
+                                 source_hash=_hash(getattr(result, "source", "") or ""),
+                                 launch_hash=_hash(launch))
+    with _HLOCK:
+        runs = _HISTORY.pop(timing.kernel, None) or collections.deque(maxlen=HISTORY_RUNS)
+        runs.append(timing)
+        _HISTORY[timing.kernel] = runs
+        while len(_HISTORY) > HISTORY_KERNELS:
+            _HISTORY.popitem(last=False)
+    return timing
+
+
+def clear_history(kernel=None) -> None:
+    """Forget the history of ``kernel`` (a Kernel or its name), or of every kernel."""
+    with _HLOCK:
+        if kernel is None:
+            _HISTORY.clear()
+        else:
+            _HISTORY.pop(getattr(kernel, "name", kernel), None)
+
+
+def history(kernel) -> "History":
+    """Every ``bench`` of ``kernel`` (a Kernel or its name) in this session, oldest first.
+
+    Kernels are keyed by name, so the same ``k`` edited and re-run in a new cell continues
+    its history; each run carries the hashes of the build's config and source.
+    """
+    name = getattr(kernel, "name", kernel)
+    if not isinstance(name, str):
+        raise HistoryError(f"history(kernel): give a Kernel or a kernel's name, not {quote(kernel)}")
+    with _HLOCK:
+        runs = list(_HISTORY.get(name, ()))
+        known = list(_HISTORY)
+    if not runs:
+        hint = (f"; benched so far: {', '.join(known[-10:])}" if known
+                else "; time it with k.bench(grid, block, *args) first")
+        raise HistoryError(f"no bench of {quote(name)} in this session{hint}")
+    return History(name, runs)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """How a run compares with the previous run of the same launch setup."""
+
+    kind: str = ""                      # "regression", "improvement", "" (within noise or first)
+    change: float | None = None         # median / previous median - 1
+    against: int | None = None          # index of the run compared with
+
+
+def marks(runs: Sequence[Timing]) -> list[Mark]:
+    """A run whose median is above the previous comparable run's CI upper bound and more than
+    3% slower is a regression; below its CI lower bound and more than 3% faster, an
+    improvement.  Comparable: the same ``launch_hash``."""
+    out, last = [], {}
+    for i, t in enumerate(runs):
+        j = last.get(t.launch_hash)
+        last[t.launch_hash] = i
+        if j is None:
+            out.append(Mark())
+            continue
+        base = runs[j]
+        change = t.median_ms / base.median_ms - 1
+        lo, hi = base.ci_ms
+        kind = ("regression" if t.median_ms > hi and change > REGRESSION else
+                "improvement" if t.median_ms < lo and change < -REGRESSION else "")
+        out.append(Mark(kind, change, j))
+    return out
+
+
+class History:
+    """A kernel's timings in this session, with regressions and improvements marked."""
+
+    def __init__(self, kernel: str, runs: Sequence[Timing]):
+        self.kernel = kernel
+        self.runs = tuple(runs)
+        self.marks = marks(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __getitem__(self, i):
+        return self.runs[i]
+
+    def __iter__(self):
+        return iter(self.runs)
+
+    @property
+    def latest(self) -> Timing:
+        return self.runs[-1]
+
+    @property
+    def regressions(self) -> list[int]:
+        return [i for i, m in enumerate(self.marks) if m.kind == "regression"]
+
+    @property
+    def improvements(self) -> list[int]:
+        return [i for i, m in enumerate(self.marks) if m.kind == "improvement"]
+
+    def __repr__(self) -> str:
+        return (f"<History {self.kernel}: {len(self.runs)} runs, {len(self.regressions)} "
+                f"regressions, {len(self.improvements)} improvements; cuda_magic.show(h) for the "
+                f"table>")

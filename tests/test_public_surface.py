@@ -1,0 +1,66 @@
+"""The public surface: every name the docs use resolves from ``cuda_magic``; the errors they name
+are exported from the package itself; ``__all__`` is the package's whole surface."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import re
+
+import pytest
+
+import cuda_magic
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+
+_DOTTED = re.compile(r"\bcuda_magic(?:\.[A-Za-z_]\w*)+")
+_FROM = re.compile(r"from cuda_magic((?:\.[A-Za-z_]\w*)*) import (?:\(([\w ,\n]+)\)|([\w ,]+))")
+_ERROR = re.compile(r"`(?:cuda_magic\.)?([A-Z]\w*Error)`")
+
+
+def _resolve(dotted: str):
+    """The object a dotted ``cuda_magic...`` path names: modules imported, attributes walked."""
+    parts = dotted.split(".")
+    obj = importlib.import_module(parts[0])
+    for i, part in enumerate(parts[1:], 1):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            obj = importlib.import_module(".".join(parts[:i + 1]))
+    return obj
+
+
+def _used() -> dict[str, str]:
+    """Every ``cuda_magic.x.y`` path and ``from cuda_magic... import`` name the docs use -> a doc."""
+    out = {}
+    for doc in DOCS:
+        text = doc.read_text()
+        for m in _DOTTED.finditer(text):
+            out.setdefault(m.group().rstrip("."), doc.name)
+        for m in _FROM.finditer(text):
+            for name in re.split(r"[,\s]+", m.group(2) or m.group(3)):
+                if name and name != "as":
+                    out.setdefault(f"cuda_magic{m.group(1)}.{name}", doc.name)
+    return out
+
+
+@pytest.mark.parametrize("dotted, doc", sorted(_used().items()))
+def test_every_name_the_docs_use_resolves(dotted, doc):
+    _resolve(dotted)
+
+
+def test_the_errors_the_docs_name_are_exported():
+    import builtins
+    named = {m.group(1) for doc in DOCS for m in _ERROR.finditer(doc.read_text())
+             if not hasattr(builtins, m.group(1)) and m.group(1) != "UsageError"}  # IPython's
+    missing = sorted(n for n in named if n not in cuda_magic.__all__)
+    assert not missing, f"errors the docs name that `cuda_magic` does not export: {missing}"
+
+
+def test_all_names_resolve_and_name_each_class_once():
+    for name in cuda_magic.__all__:
+        getattr(cuda_magic, name)
+    classes = [getattr(cuda_magic, n) for n in cuda_magic.__all__ if isinstance(getattr(cuda_magic, n), type)]
+    twice = sorted({c.__name__ for c in classes if classes.count(c) > 1})
+    assert not twice, f"classes exported under two names: {twice}"

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
 from ... import settings
-from . import CompileError
+from .base import CompileError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
            "progress", "doing", "tick", "parallel", "cancellable", "cancelled", "Cancelled"]
@@ -121,9 +121,7 @@ class CompileTimeoutError(CompileError):
                 f"time limit of {self.timeout:g} s" + (f" for {self.context}" if self.context else ""))
 
     def _why(self) -> str:
-        import cuda_magic
-        where = "cuda_magic" if hasattr(cuda_magic, "set_compile_timeout") else __name__
-        return (f"{self.done}. Raise or remove the limit with {where}.set_compile_timeout"
+        return (f"{self.done}. Raise or remove the limit with cuda_magic.set_compile_timeout"
                 f"(seconds or None) or the {ENV} environment variable.")
 
     def _message(self) -> str:

@@ -36,7 +36,7 @@ from ... import tools
 from ...config import clip
 from .. import instances
 from ..headers import cutlass_dirs
-from . import Backend, CompileError, Output, ptxas_joined
+from .base import Backend, CompileError, Output, ptxas_joined
 from .limits import POLL, Cancelled, CompileTimeoutError, cancelled, compile_timeout, tick
 
 FILENAME = "cell.cu"

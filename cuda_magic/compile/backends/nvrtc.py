@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 from ...errors import clip
 from .. import pch as _pch
 from ..headers import toolkit_dirs
-from . import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
+from .base import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
 from .limits import CompileTimeoutError, compile_timeout, doing, wait_for
 
 FILENAME = "cell.cu"

@@ -88,3 +88,23 @@ def shell():
     ip.run_line_magic("cuda_config", "--reset")
     yield ip
     ip.run_line_magic("cuda_config", "--reset")
+
+
+@pytest.fixture(scope="session")
+def old_cccls(tmp_path_factory):
+    """nvidia-cuda-cccl 13.0 (CCCL 3.0, CUDA 13.0's) and 13.1 (3.1) installed into scratch
+    directories, as pip gives them: version -> its ``nvidia/cu13/include`` (CCCL under
+    ``cccl/``); skipped when pip cannot download them (offline).  Once per test run."""
+    import subprocess
+    import sys
+    out = {}
+    for version in ("13.0.85", "13.1.115"):
+        target = tmp_path_factory.mktemp(f"cccl-{version}")
+        run = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                              "--target", str(target), f"nvidia-cuda-cccl=={version}"],
+                             capture_output=True, text=True, timeout=300)
+        inc = target / "nvidia" / "cu13" / "include"
+        if run.returncode != 0 or not (inc / "cccl" / "cuda" / "std" / "version").is_file():
+            pytest.skip(f"pip could not install nvidia-cuda-cccl=={version} (offline?)")
+        out[version] = inc
+    return out

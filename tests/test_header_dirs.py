@@ -3,7 +3,6 @@ tools/util on the include path (section 5), the supplied standard headers on eve
 CUDA 13 toolkit ships."""
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -156,23 +155,6 @@ extern "C" __global__ void k(uint64_t* bar) {
     bar[0] = b;
 }
 '''
-
-
-@pytest.fixture(scope="module")
-def old_cccls(tmp_path_factory):
-    """nvidia-cuda-cccl 13.0 (CCCL 3.0) and 13.1 (3.1) installed into scratch directories, as
-    pip gives them; skipped when pip cannot download them (offline)."""
-    out = {}
-    for version in ("13.0.85", "13.1.115"):
-        target = tmp_path_factory.mktemp(f"cccl-{version}")
-        run = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                              "--target", str(target), f"nvidia-cuda-cccl=={version}"],
-                             capture_output=True, text=True, timeout=300)
-        inc = target / "nvidia" / "cu13" / "include"
-        if run.returncode != 0 or not (inc / "cccl" / "cuda" / "std" / "version").is_file():
-            pytest.skip(f"pip could not install nvidia-cuda-cccl=={version} (offline?)")
-        out[version] = inc
-    return out
 
 
 @pytest.mark.parametrize("version", ["13.0.85", "13.1.115"])

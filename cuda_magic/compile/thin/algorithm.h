@@ -636,18 +636,7 @@ _CUDA_MAGIC_ALG_ _It partition_point(_It __first, _It __last, _Pred __pred) {
 
 template <class _It, class _Tp, class _Comp>
 _CUDA_MAGIC_ALG_ _It lower_bound(_It __first, _It __last, const _Tp& __value, _Comp __comp) {
-  __cm_alg::__diff_t<_It> __len = __cm_alg::__distance(__first, __last);
-  while (__len > 0) {
-    const __cm_alg::__diff_t<_It> __half = __len / 2;
-    _It __mid = __cm_alg::__next(__first, __half);
-    if (__comp(*__mid, __value)) {
-      __first = ++__mid;
-      __len -= __half + 1;
-    } else {
-      __len = __half;
-    }
-  }
-  return __first;
+  return ::std::partition_point(__first, __last, [&](const auto& __x) { return bool(__comp(__x, __value)); });
 }
 template <class _It, class _Tp>
 _CUDA_MAGIC_ALG_ _It lower_bound(_It __first, _It __last, const _Tp& __value) {
@@ -655,18 +644,7 @@ _CUDA_MAGIC_ALG_ _It lower_bound(_It __first, _It __last, const _Tp& __value) {
 }
 template <class _It, class _Tp, class _Comp>
 _CUDA_MAGIC_ALG_ _It upper_bound(_It __first, _It __last, const _Tp& __value, _Comp __comp) {
-  __cm_alg::__diff_t<_It> __len = __cm_alg::__distance(__first, __last);
-  while (__len > 0) {
-    const __cm_alg::__diff_t<_It> __half = __len / 2;
-    _It __mid = __cm_alg::__next(__first, __half);
-    if (!__comp(__value, *__mid)) {
-      __first = ++__mid;
-      __len -= __half + 1;
-    } else {
-      __len = __half;
-    }
-  }
-  return __first;
+  return ::std::partition_point(__first, __last, [&](const auto& __x) { return !__comp(__value, __x); });
 }
 template <class _It, class _Tp>
 _CUDA_MAGIC_ALG_ _It upper_bound(_It __first, _It __last, const _Tp& __value) {

@@ -148,7 +148,8 @@ def test_every_variable_the_docs_name_is_a_setting():
     """Each CUDA_MAGIC_ variable docs/ and the package's docstrings name is in the table (or is
     the helper's marker, or a test's own)."""
     known = {s.env for s in settings.TABLE.values()} | {settings.TOOL_CHILD}
-    tests_own = {"CUDA_MAGIC_ARTIFACTS"}          # tests/browser_util.py: where screenshots go
+    tests_own = {"CUDA_MAGIC_ARTIFACTS",          # tests/browser_util.py: where screenshots go
+                 "CUDA_MAGIC_UPDATE_SCREENSHOTS"}  # and whether docs/img/ is rewritten
     named = set()
     for path in [*(ROOT / "docs").rglob("*.md"), *PACKAGE.rglob("*.py"), ROOT / "README.md"]:
         if path.exists() and path.suffix in (".md", ".py") and "thin" not in path.parts:

@@ -1,4 +1,4 @@
-"""Helpers for tests/test_browser.py: a throwaway JupyterLab server, a notebook run in it, its widgets.
+"""Helpers for tests/suites/test_browser.py: a throwaway JupyterLab server, a notebook run in it, its widgets.
 
 Everything here waits with a timeout and raises AssertionError (with the server log or the
 cell's error text) instead of hanging.

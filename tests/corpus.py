@@ -615,7 +615,7 @@ CASES: tuple[Case, ...] = (
                   "combine<128, MODE_MAX>": "combine_128_MODE_MAX", "shape<>": "shape",
                   "shape<true, false>": "shape"},
          run=run_template_args),
-    # What nvcc gives implicitly and a second corpus of real code trips on (issue 21, section 5)
+    # What nvcc gives implicitly and a second corpus of real code trips on
     Case("pdl_implicit.cu", {"produce": 3, "consume": 4, "pack_bytes": 3},
          {"produce": "_Z7producePKjPtj", "consume": "_Z7consumePKtPllj",
           "pack_bytes": "_Z10pack_bytesPKhPmj"}, run=run_pdl_implicit),
@@ -646,3 +646,29 @@ NOT_BOUND = {"if_variants.cu": ("softplus_old",)}
 assert len({c.file for c in CASES}) == len(CASES)
 assert all(set(c.kernels) == set(c.symbols) for c in CASES)
 assert all(re.fullmatch(r"[A-Za-z_]\w*", name) for c in CASES for name in c.kernels)
+
+
+def _params():
+    import pytest
+    return [pytest.param(case, compiler, id=f"{case.id}-{compiler}")
+            for case in CASES for compiler in case.compilers]
+
+
+BUILDS = _params()     # every case x compiler, as pytest params ``case, compiler``
+
+
+def build_case(case: Case, compiler: str):
+    """``case`` built (not loaded) with ``compiler`` for the tests' arch; skips the test when the
+    compiler or the case's headers are not installed."""
+    import shlex
+
+    import pytest
+
+    import cuda_magic
+    from conftest import ARCH
+    reason = missing(case, compiler)
+    if reason:
+        pytest.skip(reason)
+    extra = {compiler: shlex.join(case.flags)} if case.flags else {}
+    return cuda_magic.build(case.text, cuda_magic.line_config(arch=ARCH, compiler=compiler, **extra),
+                            load=False)

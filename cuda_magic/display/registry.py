@@ -5,7 +5,7 @@ it, and how IPython's formatters show it.
 formatters from here (:func:`register_formatters`), so showing a new result type is one
 :class:`View` entry in :data:`VIEWS` plus its view class.  Types and views are named as
 strings (``module``, ``name``; ``"module:Class"``): nothing is imported until a result is shown,
-so a Comparison or a Tuning (NumPy) costs nothing at ``%load_ext``.  ``tests/test_views.py``
+so a Comparison or a Tuning (NumPy) costs nothing at ``%load_ext``.  ``tests/display/test_views.py``
 checks the table against the package (every result type has an entry, every entry resolves,
 each view has what its entry says) and against the formatters a shell gets.
 

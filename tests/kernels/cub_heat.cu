@@ -1,5 +1,5 @@
 // CUB calls in kernels with a few lines of their own, for the per-line heat map: the cost of
-// the library code inlined at a call line is that line's (tests/test_lines_inlined.py).
+// the library code inlined at a call line is that line's (tests/inspect/test_lines_inlined.py).
 // sum_squares: each block's sum of x[i]^2; max_abs: each block's largest |x[i]|, through a
 // cell helper and a cell functor that CUB calls back.
 #include <cub/block/block_reduce.cuh>

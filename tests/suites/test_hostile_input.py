@@ -32,7 +32,7 @@ from cuda_magic.variants import parse_variant
 KERNEL = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }\n'
 MAX_MESSAGE = 2000          # characters: no message grows with its input beyond this
 DOCUMENTED = (Error, UsageError)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the repository
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository
 
 
 def short(exc: BaseException) -> str:

@@ -9,7 +9,7 @@ from nbclient import NotebookClient
 
 from cuda_magic import detect_arch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def execute(name: str, monkeypatch):

@@ -1,4 +1,4 @@
-"""Never stale: a cache entry describes what the compiler actually read (issue 21, section 6).
+"""Never stale: a cache entry describes what the compiler actually read.
 
 A header saved while a cell compiles, a ``%%cuda_header`` in a subdirectory, a PCH over a
 user header, the same header name in the working directory and an ``-I`` dir, the compiler

@@ -24,7 +24,7 @@ from cuda_magic import tools as finder
 from cuda_magic.runtime.args import ArgumentError
 from cuda_magic.runtime.launcher import CHILD_ENV, read_spec
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "tools")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "tools")
 ARCH = "sm_90a"
 
 COPY = r'''
@@ -555,7 +555,7 @@ def test_gpu_fault_message_offers_check():
             f"k = build({far!r}, {{}}).kernels['far']\n"
             "try:\n    k[1, 32](np.zeros(16, np.float32), 16)\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     env.pop(CHILD_ENV, None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -33,7 +33,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RUNS = {"python", "ipython"}
 FENCE = re.compile(r"^( {0,3})(`{3,})(.*)$")

@@ -33,7 +33,7 @@ def config(shell, line):
     return shell.run_line_magic("cuda_config", line)
 
 
-# --- item 6: a failing %cuda_config line changes nothing ---------------------------------
+# --- a failing %cuda_config line changes nothing ---------------------------------
 
 def test_fatbin_under_nvrtc_is_refused_and_cells_still_work(shell):
     config(shell, '--arch sm_80 --nvrtc "--use_fast_math --ftz=false"')
@@ -159,7 +159,7 @@ def test_errors_show_one_line_without_library_frames(shell):
     assert not any("cuda_magic/" in ln or "IPython/" in ln for ln in lines)   # the user's frame only
 
 
-# --- item 7: names in the user namespace -------------------------------------------------
+# --- names in the user namespace -------------------------------------------------
 
 HOSTILE = ["__builtins__", "__name__", "get_ipython", "In", "Out", "exit", "quit", "_", "__", "___",
            "_i", "_ii", "_iii", "_i7", "_7", "_oh", "_ih", "_dh", "open", "a b", "1x", "class", "None",

@@ -1,4 +1,4 @@
-"""Hardening, items 13-16: big cells in the view, -lineinfo markers from headers, flags that
+"""Hostile tools and sizes: big cells in the view, -lineinfo markers from headers, flags that
 break "in memory", Ctrl-C and the compile time limit (real NVRTC and nvcc, no GPU needed)."""
 
 import _thread

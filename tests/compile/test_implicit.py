@@ -1,4 +1,4 @@
-"""What nvcc gives implicitly and real code leans on (issue 21, section 5), with the real
+"""What nvcc gives implicitly and real code leans on, with the real
 NVRTC and nvcc (no GPU): sm_90a-only PTX in nvcc fatbins, the PTX view of the build that
 runs, the -default-device retry, the pre-included nvcc-implicit names, the toolkit's NVRTC
 int typedefs beside <cstdint>, the NVRTC <cub/cub.cuh>, and what-to-include hints."""

@@ -18,24 +18,11 @@ import yaml
 
 import cuda_magic
 from conftest import ARCH
-from corpus import CASES, KERNELS, NOT_BOUND, include_dir, missing
-
-BUILDS = [pytest.param(case, compiler, id=f"{case.id}-{compiler}")
-          for case in CASES for compiler in case.compilers]
-
-
-def _build(case, compiler):
-    reason = missing(case, compiler)
-    if reason:
-        pytest.skip(reason)
-    extra = {compiler: shlex.join(case.flags)} if case.flags else {}
-    return cuda_magic.build(case.text, cuda_magic.line_config(arch=ARCH, compiler=compiler, **extra),
-                            load=False)
-
+from corpus import BUILDS, CASES, KERNELS, NOT_BOUND, build_case, include_dir, missing
 
 @pytest.mark.parametrize("case, compiler", BUILDS)
 def test_binds_exactly_the_expected_kernels(case, compiler):
-    m = _build(case, compiler)
+    m = build_case(case, compiler)
     names = m.python_names()
     assert set(names) == set(case.kernels)
     for name, count in case.kernels.items():
@@ -53,7 +40,7 @@ def test_binds_exactly_the_expected_kernels(case, compiler):
 @pytest.mark.parametrize("case, compiler", BUILDS)
 def test_parameter_sizes_match_the_binary(case, compiler):
     from cuda_magic.compile.binary import entries
-    m = _build(case, compiler)
+    m = build_case(case, compiler)
     names = m.python_names()
     in_binaries = set()
     for name, k in names.items():
@@ -136,3 +123,18 @@ def test_cute_under_nvrtc_says_why_it_fails_and_what_to_do():
         assert "-default-device" in exc.argv        # the cell's own //| header asks for it
     else:       # a CUTLASS that fixed the clash: then the case should list nvrtc again
         assert set(m.python_names()) == set(case.kernels)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case, compiler", [
+    pytest.param(case, compiler, id=f"{case.id}-{compiler}")
+    for case in CASES if case.run is not None for compiler in case.compilers])
+def test_runs_and_matches_numpy(case, compiler):
+    reason = missing(case, compiler)
+    if reason:
+        pytest.skip(reason)
+    m = cuda_magic.build(case.text, cuda_magic.line_config(compiler=compiler), load=True)
+    if m.load_error is not None:
+        raise m.load_error
+    assert set(m.python_names()) == set(case.kernels)
+    case.run(m)

@@ -12,7 +12,7 @@ import pytest
 from cuda_magic.cell import build, line_config
 from cuda_magic.runtime import ArgumentError, ArgumentRangeError, CudaError, driver
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "benchmarks"))
 import fake_driver as fd  # noqa: E402
 

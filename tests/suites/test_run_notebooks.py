@@ -1,6 +1,6 @@
 """notebooks/run.py, the README's main job: what it writes and prints.
 
-(tests/test_notebooks.py checks what the notebooks compute; this checks the runner.)
+(tests/suites/test_notebooks.py checks what the notebooks compute; this checks the runner.)
 """
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "notebooks" / "run.py"
 
 

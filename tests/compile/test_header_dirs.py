@@ -1,5 +1,5 @@
-"""Toolkit headers found wherever the install put them (issue 21, section 4), CUTLASS's
-tools/util on the include path (section 5), the supplied standard headers on every CCCL a
+"""Toolkit headers found wherever the install put them, CUTLASS's
+tools/util on the include path, the supplied standard headers on every CCCL a
 CUDA 13 toolkit ships."""
 
 import os
@@ -183,7 +183,7 @@ def test_cute_under_nvrtc_compiles_with_cccl_3_1_first_and_says_how_otherwise(ol
     on the path (CUTLASS includes <cccl/cuda/std/...> too: both dirs) it compiles."""
     import pathlib
     monkeypatch.setenv("CUDA_MAGIC_PCH", "0")
-    src = (pathlib.Path(__file__).parent / "kernels" / "cute_copy.cu").read_text()
+    src = (pathlib.Path(__file__).parents[1] / "kernels" / "cute_copy.cu").read_text()
     inc = old_cccls["13.1.115"]
     r = compile_source(src, cfg(nvrtc=["-std=c++17", "-default-device", f"-I{inc}",
                                        f"-I{inc / 'cccl'}"]))

@@ -17,7 +17,7 @@ from conftest import ARCH, SAXPY
 from cuda_magic.compile.backends import limits
 from cuda_magic.display import progress
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NVCC_CELL = f"--arch {ARCH} --compiler nvcc --force"
 
 

@@ -12,7 +12,7 @@ from cuda_magic.compile import binary
 from cuda_magic.inspect import diff
 from cuda_magic.inspect import lines as lines_mod
 from cuda_magic.inspect.occupancy import OccupancyError, occupancy
-from test_corpus import BUILDS, _build
+from corpus import BUILDS, build_case
 
 SPILL = ["--use_fast_math", "--maxrregcount=24"]
 
@@ -94,7 +94,7 @@ def test_nvcc_builds_and_ptx(fmt):
 def test_the_inspection_build_has_the_running_code(case, compiler):
     """Fidelity on the corpus: the -lineinfo build's machine code equals the running one's,
     kernel by kernel, byte for byte; every instruction gets a row."""
-    m = _build(case, compiler)
+    m = build_case(case, compiler)
     for r in m.results:
         table = lines_mod.lines(r)
         assert table, case.file
@@ -252,7 +252,7 @@ def test_heat_map_falls_back_to_the_source_without_nvdisasm(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case, compiler", [b for b in BUILDS if b.values[1] == "nvrtc"])
 def test_driver_occupancy_agrees(case, compiler):
-    m = _build(case, compiler)
+    m = build_case(case, compiler)
     m.load()
     for name, k in m.kernels.items():
         if m.result_of(name).resources.get(k.symbol) is None:

@@ -163,11 +163,11 @@ def test_widget_heat_map_shows_the_call_line():
 def test_cute_code_lands_on_the_cells_lines():
     """CuTe (nvcc, the CUTLASS wheel): every row on a cell line, CuTe's lines under them."""
     from corpus import CASES, missing
-    from test_corpus import _build
+    from corpus import build_case
     case = next(c for c in CASES if c.file == "cute_copy.cu")
     if missing(case, "nvcc"):
         pytest.skip(missing(case, "nvcc"))
-    kl = _build(case, "nvcc").lines("cute_tile_copy")
+    kl = build_case(case, "nvcc").lines("cute_tile_copy")
     assert all(r.file == "cell.cu" for r in kl.rows), [r.where for r in kl.rows]
     subs = [s for r in kl.rows for s in r.inlined]
     assert subs and all(s.file.startswith(("<cutlass>/cute/", "<cccl>/", "<cuda>/")) for s in subs)

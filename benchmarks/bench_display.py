@@ -16,6 +16,11 @@ in brackets), each beside the cold NVRTC compile of the same cell:
 
 The widget path (text + HTML + widget) is what every displayed cell pays; the
 SASS and PTX rows only when their tab is opened.
+
+Then a multi-megabyte cell (a real build shown with a 4.5 MB source, as
+tests/suites/test_hostile_tools.py checks it): HTML, widget and the first
+opening of its Source tab, whose colours are capped (pygments over every line
+took 10-30 s before the cap).
 """
 
 from __future__ import annotations
@@ -71,6 +76,36 @@ def bench(label: str, src: str, arch: str, n: int) -> None:
     print()
 
 
+def big_cell(megabytes: float) -> str:
+    """SCALE and device functions after it, to ``megabytes`` of source."""
+    body, i = [], 0
+    while sum(map(len, body)) < megabytes * 1e6:
+        body.append(f"__device__ float f{i}(const float* x) {{\n    float acc = 0.0f;\n"
+                    + "    acc = fmaf(acc, x[3], 1.0f) * 0.5f;\n" * 8 + "    return acc;\n}\n")
+        i += 1
+    return SCALE + "".join(body)
+
+
+def bench_big(arch: str, n: int, megabytes: float = 4.5) -> None:
+    from dataclasses import replace
+    big = big_cell(megabytes)
+    compile_ms = statistics.median(timed(lambda: build(SCALE, {"arch": arch}, force=True))
+                                   for _ in range(n))
+    r = replace(cuda_magic.compile_source(SCALE, {"cuda": {"arch": arch}}), source=big)
+    rows = [("HTML (no SASS)", [timed(lambda: view(r).html(sass=False)) for _ in range(n)]),
+            ("widget", [timed(lambda: view(r).widget()) for _ in range(n)])]
+    source = []
+    for _ in range(n):
+        w = view(r).widget()
+        source.append(timed(lambda: setattr(w.tab, "selected_index", 5)))
+    rows.append(("Source tab, first", source))
+    print(f"a {len(big) / 1e6:.1f} MB cell ({big.count(chr(10))} lines), beside the small cell's cold compile")
+    print(f"{'figure':<22}{'n':>4}  {'median ms (min)':>20}  {'x compile':>8}")
+    for name, times in rows:
+        print(row(name, times, compile_ms))
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", default="sm_90a")
@@ -86,6 +121,7 @@ def main() -> None:
     view(build(SCALE, {"arch": args.arch})).widget()    # imports (ipywidgets, pygments) once
     for label, src in (("small cell", SCALE), ("2-kernel cell", BIG)):
         bench(label, src, args.arch, args.repeat)
+    bench_big(args.arch, max(1, args.repeat // 5))
 
 
 if __name__ == "__main__":

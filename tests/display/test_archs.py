@@ -104,14 +104,11 @@ def test_four_archs_build_in_parallel(monkeypatch, fresh_cache):
         barrier.wait()
         return real(*args, **kwargs)
     monkeypatch.setattr(cell_module, "compile_resolved", together)
-    start = time.perf_counter()
-    m = cuda_magic.build(SAXPY, {"arch": FOUR})
-    took = time.perf_counter() - start
+    m = cuda_magic.build(SAXPY, {"arch": FOUR})        # the barrier: all four at once, or hangs
     assert len(m.results) == 4 and m.archs == ("sm_80", "sm_90a", "sm_100a", "sm_120")
     assert [r.arch for r in m.results] == list(m.archs)                 # the order given
     assert all(name.startswith("cuda-magic build") for name in seen) and len(set(seen)) == 4
     assert all(r.config.provenance["arch"] == "cell" and not r.cache_hit for r in m.results)
-    assert took < 4 * max(r.compile_time for r in m.results) + 30     # loose: no timing claim
     assert len(m.kernels) == 1 and m.scale.result is m.result_of("scale")
     if cuda_magic.detect_arch() is None:       # kernels bound to the first arch's build
         assert m.arch == "sm_80" and m.scale.result.arch == "sm_80"

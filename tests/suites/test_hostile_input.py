@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -65,12 +64,20 @@ def _laughs(levels: int = 9) -> str:
 def test_billion_laughs_header_is_refused_fast():
     cell = _laughs()
     assert len(cell) < 1000
-    start = time.perf_counter()
     with pytest.raises(CellError, match=r"cell line 1: .*anchors and aliases") as info:
         parse_cell(cell)
-    assert time.perf_counter() - start < 1.0
     assert info.value.line == 1
     short(info.value)
+
+
+def test_billion_laughs_is_refused_before_it_expands():
+    # 40 levels: 9**40 strings once expanded, so a parser that expands before it refuses never
+    # returns; the generous timeout (not a tight figure a loaded machine can miss) is the check
+    code = ("import sys; from cuda_magic.cell import CellError, parse_cell\n"
+            "try:\n    parse_cell(sys.stdin.read())\nexcept CellError as e:\n    print(e.line)\n")
+    out = subprocess.run([sys.executable, "-c", code], input=_laughs(40), capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "1", out.stdout + out.stderr
 
 
 def test_alias_alone_is_refused_at_its_line():
@@ -176,12 +183,10 @@ def test_symbol_of_a_compiled_cell_is_fast():
     source = ("namespace a { __global__ void k1234567890123456789012(float* x) { x[0] = 1; } }\n"
               "__global__ void g(float* x) { x[0] = 2; }\n")
     r = compile_resolved(source, resolve(("cell", {"arch": ARCH})))
-    r.entries    # read the binary first: only the look-ups are timed
-    start = time.perf_counter()
+    # the look-up is match_symbol, whose linear time the test above checks on 40,000 digits
     assert r.symbol("g") == "_Z1gPf"
     assert r.symbol("a::k1234567890123456789012") == "_ZN1a23k1234567890123456789012EPf"
     assert r.symbol("nope") is None
-    assert time.perf_counter() - start < 0.5
 
 
 # ---- 10: each reachable exception type is a documented error -----------------------------
@@ -273,10 +278,8 @@ def test_json_inputs(shell, presets_restored, text):
         "timestamp", "hex", "int", "sexagesimal", "python-tag", "bell", "list-key", "directive"])
 def test_yaml_headers(header, match):
     cell = f"//| {header}\n{KERNEL}"
-    start = time.perf_counter()
-    with pytest.raises(CellError, match=match) as info:
-        parse_cell(cell)
-    assert time.perf_counter() - start < 2.0
+    with pytest.raises(CellError, match=match) as info:     # refused with its reason, not
+        parse_cell(cell)                                     # parsed (or converted) first
     assert info.value.line is not None
     short(info.value)
 

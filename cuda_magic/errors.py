@@ -46,6 +46,14 @@ class HistoryError(Error, KeyError):
     """``history(name)`` for a kernel that was not benched in this session."""
 
 
+class ShowError(Error, ValueError):
+    """``show(obj, what, kernel)`` was asked for a part or a kernel that is not there."""
+
+
+class ViewError(Error, TypeError):
+    """``view``/``show`` was given something that has no view."""
+
+
 class ToolNotFoundError(Error, RuntimeError):
     """A CUDA tool (nvcc, nvdisasm, cuobjdump, ncu, NVRTC...) is not installed; the message
     says where it was looked for and how to get it."""

@@ -16,8 +16,9 @@ import sys
 from .. import inspect
 from ..compile.backends import CompileError
 from ..cell import session_config
-from ..config import Error, clip, printable, quote
-from . import markup, registry, text
+from ..config import clip, printable, quote
+from ..errors import ShowError, ViewError
+from . import frontend, markup, registry, text
 from .content import Build, Content, Entry, argv_text, content as content_of
 
 __all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "ShowError", "ViewError", "view",
@@ -25,31 +26,6 @@ __all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "ShowError", "Vi
 
 WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source", "lines",
         "archs")
-
-
-class ShowError(Error, ValueError):
-    """``show(obj, what, kernel)`` was asked for a part or a kernel that is not there."""
-
-
-class ViewError(Error, TypeError):
-    """``view``/``show`` was given something that has no view."""
-
-
-def _kernel_frontend() -> bool:
-    """True inside a Jupyter kernel (a frontend that can show HTML and widgets)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return getattr(get_ipython(), "kernel", None) is not None
-
-
-def _widgets_available() -> bool:
-    try:
-        import ipywidgets  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class CellView:
@@ -157,9 +133,9 @@ class CellView:
         return self.html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        if not _kernel_frontend():       # terminal IPython: _repr_pretty_ gives the text
+        if not frontend.in_kernel():       # terminal IPython: _repr_pretty_ gives the text
             return {}
-        if not _widgets_available():
+        if not frontend.widgets_available():
             return {"text/html": self.html()}
         bundle = self.widget()._repr_mimebundle_()
         bundle.pop("text/plain", None)

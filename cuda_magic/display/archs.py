@@ -17,6 +17,7 @@ from ..inspect import diff
 from ..inspect.archs import BLOCK_SIZES
 from . import markup
 from .compare import html_pair, text_pair
+from .frontend import live
 from .text import table as text_table
 
 __all__ = ["several", "matrix", "pair", "text", "html_section", "add_tab", "BLOCK"]
@@ -174,7 +175,6 @@ def add_tab(widgets, tab, m) -> None:
         if not m.kernels:
             pane.value = markup.note("no kernels in this cell")
             return
-        from .widget import live
         try:
             with live(pane, "running nvdisasm"):
                 page = _diff_html(m, kernel.value, left.value, right.value, mode.value, raw.value)

@@ -7,24 +7,30 @@ Register numbering is normalised (renumbering alone changes no line); the raw
 diff is one click away (the widget's "raw registers", a ``<details>`` in HTML,
 ``show(c, "sass", raw=True)``).  Each pair says in one line what changed
 (:func:`cuda_magic.inspect.diff.summary`).  :func:`text_pair` and :func:`html_pair`
-render one diff; the arch view (:mod:`.archs`) uses them too.
+render one diff; the arch view (:mod:`.archs`) uses them too.  :func:`compare_widget` is the
+same rows as ipywidgets, with toggles that rebuild the last variant.
+
+One concept, the view of a Comparison, in text, HTML and a widget: hence over 500 lines.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import time
 from html import escape
 
 from ..config import clip
+from ..errors import ShowError
 from ..inspect import diff
 from ..variants import TOGGLES
-from . import markup
+from . import frontend, markup
+from .frontend import live
 from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,
                       compilers, version_note)
 from .text import numbered, table as text_table
 
-__all__ = ["CompareView", "builds", "resource_diff", "header", "notes", "changes", "text_pair",
+__all__ = ["CompareView", "COMPARE_TITLES", "compare_widget", "builds", "resource_diff", "header", "notes", "changes", "text_pair",
            "html_pair"]
 
 FOLD = 8           # equal runs longer than this fold to their ends
@@ -416,14 +422,12 @@ class CompareView:
         return page(self.comparison)
 
     def widget(self):
-        from .widget import compare_widget
         return compare_widget(self.comparison)
 
     def part(self, what: str = "summary", kernel: str | None = None, *, raw: bool = False,
              **_) -> str:
         """What ``show(c, what, kernel)`` prints: config (the variants and their argv), sass and
         ptx (the diffs), numbers, resources, source; summary and log: everything."""
-        from . import ShowError
         cmp = self.comparison
         if kernel is not None and kernel not in cmp.kernels:
             raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are "
@@ -446,10 +450,9 @@ class CompareView:
         return self.html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from . import _kernel_frontend, _widgets_available
-        if not _kernel_frontend():
+        if not frontend.in_kernel():
             return {}
-        if not _widgets_available():
+        if not frontend.widgets_available():
             return {"text/html": self.html()}
         bundle = self.widget()._repr_mimebundle_()
         bundle.pop("text/plain", None)
@@ -458,3 +461,109 @@ class CompareView:
 
     def __repr__(self) -> str:
         return self.text()
+
+
+# -- the widget ---------------------------------------------------------------------------------
+
+COMPARE_TITLES = ("Variants", "Resources", "SASS diff", "Numbers", "PTX diff", "Source")
+
+
+def compare_widget(cmp):
+    """The widget for a :class:`~cuda_magic.variants.comparison.Comparison`: a header, toggles for the last
+    variant (each change rebuilds it through the compile cache and re-runs it; the baseline stays),
+    then tabs.  ``box.comparison`` is the comparison shown now."""
+    import ipywidgets as widgets
+
+
+    box = widgets.VBox()
+    box.comparison = cmp
+    head = widgets.HTML()
+    status = widgets.HTML(markup.note(f"the toggles set variant {cmp.names[-1]!r}; the baseline "
+                                    f"{cmp.baseline!r} stays fixed"))
+    toggles = {t: widgets.Checkbox(value=False, description=t, indent=False,
+                                   layout=widgets.Layout(width="auto", margin="0 14px 0 0"))
+               for t in TOGGLES}
+    kernel = widgets.Dropdown(options=cmp.kernels or ["(no kernels)"], description="kernel")
+    if len(cmp.kernels) < 2:
+        kernel.layout.display = "none"
+    mode = widgets.ToggleButtons(options=[("side by side", "side"), ("unified", "unified")],
+                                 value=cmp.diff_mode, style={"button_width": "auto"})
+    raw = widgets.Checkbox(value=False, description="raw registers", indent=False,
+                           layout=widgets.Layout(width="auto", margin="0 0 0 14px"))
+    sass = widgets.HTML()
+    panes = {"Variants": widgets.HTML(), "Resources": widgets.HTML(),
+             "SASS diff": widgets.VBox([widgets.HBox([kernel, mode, raw]), sass]),
+             "Numbers": widgets.HTML(), "PTX diff": widgets.HTML(), "Source": widgets.HTML()}
+    tab = widgets.Tab(children=[panes[t] for t in COMPARE_TITLES], titles=COMPARE_TITLES,
+                      selected_index=2)
+    quiet = {"on": False}
+
+    def show_sass(_=None):
+        c = box.comparison
+        sass.value = html_sass(c, kernel.value, mode.value, raw.value) if c.kernels else \
+            markup.note("no kernels in this cell")
+
+    def show_ptx():
+        try:
+            with live(panes["PTX diff"], "getting the PTX"):
+                page = html_ptx(box.comparison)
+            panes["PTX diff"].value = page
+        except Exception as exc:
+            panes["PTX diff"].value = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
+
+    def refresh():
+        c = box.comparison
+        head.value = f'<div style="{markup.MONO}"><b>{markup.escape(header(c))}</b></div>' + \
+            "".join(markup.note(n, markup.WARN) for n in notes(c)) + html_changes(c)
+        panes["Variants"].value = html_variants(c)
+        panes["Resources"].value = html_resources(c)
+        panes["Numbers"].value = html_numbers(c)
+        panes["Source"].value = markup.source(c.source)
+        show_sass()
+        if tab.selected_index == COMPARE_TITLES.index("PTX diff"):
+            show_ptx()
+        else:
+            panes["PTX diff"].value = markup.note("computed when this tab is opened")
+        quiet["on"] = True
+        try:
+            for t, w in toggles.items():
+                w.value = c.state(c.names[-1])[t]
+        finally:
+            quiet["on"] = False
+
+    def toggled(change):
+        if quiet["on"]:
+            return
+        t = change["owner"].description
+        start = time.perf_counter()
+        try:
+            with live(status, f"{t} → {'on' if change['new'] else 'off'}: rebuilding variant "
+                              f"{box.comparison.names[-1]!r}"):
+                new = box.comparison.toggled(t, change["new"])
+        except Exception as exc:     # a compile or run error: keep what is shown, say why
+            status.value = markup.note(f"{t}={change['new']}: {type(exc).__name__}: {exc}", markup.ERR)
+            quiet["on"] = True
+            change["owner"].value = change["old"]
+            quiet["on"] = False
+            return
+        took = (time.perf_counter() - start) * 1e3
+        results = new.modules[new.names[-1]].results
+        how = "from the cache" if all(r.cache_hit for r in results) else "compiled"
+        box.comparison = new
+        refresh()
+        status.value = markup.note(f"{t} → {'on' if change['new'] else 'off'}: variant "
+                                 f"{new.names[-1]!r} {how} in {took:.0f} ms"
+                                 + (", re-run" if new.numbers is not None else ""))
+
+    for w in toggles.values():
+        w.observe(toggled, names="value")
+    kernel.observe(show_sass, names="value")
+    mode.observe(show_sass, names="value")
+    raw.observe(show_sass, names="value")
+    tab.observe(lambda ch: ch["new"] == COMPARE_TITLES.index("PTX diff") and show_ptx(),
+                names="selected_index")
+    refresh()
+    box.children = [head, widgets.HBox(list(toggles.values())), status, tab]
+    box.tab, box.toggles, box.status, box.panes, box.kernel, box.mode, box.raw = \
+        tab, toggles, status, panes, kernel, mode, raw
+    return box

@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from ..config import clip, printable
-from ..errors import Error
+from ..errors import Error, ShowError
 from ..variants.space import c_text
 from . import markup
 from .text import table as text_table
@@ -353,7 +353,6 @@ class TuneView:
     def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
         """What ``show(t)`` prints: the whole sweep (its rows as data: ``t.rows()``)."""
         if what != "summary" or kernel is not None:
-            from . import ShowError
             raise ShowError(f"a Tuning shows whole: show(t); its rows: t.rows(), the winner's "
                             f"cell: t.cell, its build: show(t.module, {what!r})")
         return self.text().rstrip("\n")

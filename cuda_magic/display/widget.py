@@ -12,36 +12,15 @@ lines or :data:`.markup.HIGHLIGHT_BYTES` bytes (the rest is plain text).
 
 from __future__ import annotations
 
-import threading
-import time
-from contextlib import contextmanager
 from typing import Callable, Sequence
 
 from . import markup
+from .archs import add_tab
+from .frontend import live
 
-__all__ = ["TITLES", "COMPARE_TITLES", "LazyPanel", "cell_widget", "compare_widget"]
+__all__ = ["TITLES", "LazyPanel", "cell_widget"]
 
 TITLES = ("Config", "Resources", "Log", "SASS", "PTX", "Source")
-
-
-@contextmanager
-def live(pane, what: str, every: float = 0.25):
-    """While the block runs, ``pane`` (an HTML widget) reads "⏳ what … 1.2 s", the time
-    counted by a timer thread (widget updates reach the browser from any thread)."""
-    started = time.monotonic()
-    pane.value = markup.note(f"⏳ {what} …")
-    done = threading.Event()
-
-    def count():
-        while not done.wait(every):
-            pane.value = markup.note(f"⏳ {what} … {time.monotonic() - started:.1f} s")
-    timer = threading.Thread(target=count, name="cuda-magic status", daemon=True)
-    timer.start()
-    try:
-        yield
-    finally:
-        done.set()
-        timer.join()
 
 
 class LazyPanel:
@@ -134,7 +113,6 @@ def cell_widget(view):
     children = [widgets.HTML(markup.config_of(c)), resources,
                 widgets.HTML(markup.log(c)), sass.box, ptx.box, source]
     tab = widgets.Tab(children=children, titles=TITLES, selected_index=0)
-    from .archs import add_tab
     add_tab(widgets, tab, view.obj)      # "Archs", when the cell was built for several archs
     lazy = {TITLES.index("SASS"): sass, TITLES.index("PTX"): ptx, TITLES.index("Source"): heat}
     pending = {"hot": True}
@@ -148,110 +126,4 @@ def cell_widget(view):
     tab.observe(opened, names="selected_index")
     box = widgets.VBox([widgets.HTML(markup.header(c)), tab])
     box.tab, box.sass, box.ptx, box.heat, box.metric, box.hot = tab, sass, ptx, heat, metric, hot
-    return box
-
-
-COMPARE_TITLES = ("Variants", "Resources", "SASS diff", "Numbers", "PTX diff", "Source")
-
-
-def compare_widget(cmp):
-    """The widget for a :class:`~cuda_magic.variants.comparison.Comparison`: a header, toggles for the last
-    variant (each change rebuilds it through the compile cache and re-runs it; the baseline stays),
-    then tabs.  ``box.comparison`` is the comparison shown now."""
-    import ipywidgets as widgets
-
-    from ..variants import TOGGLES
-    from . import compare as view
-
-    box = widgets.VBox()
-    box.comparison = cmp
-    head = widgets.HTML()
-    status = widgets.HTML(markup.note(f"the toggles set variant {cmp.names[-1]!r}; the baseline "
-                                    f"{cmp.baseline!r} stays fixed"))
-    toggles = {t: widgets.Checkbox(value=False, description=t, indent=False,
-                                   layout=widgets.Layout(width="auto", margin="0 14px 0 0"))
-               for t in TOGGLES}
-    kernel = widgets.Dropdown(options=cmp.kernels or ["(no kernels)"], description="kernel")
-    if len(cmp.kernels) < 2:
-        kernel.layout.display = "none"
-    mode = widgets.ToggleButtons(options=[("side by side", "side"), ("unified", "unified")],
-                                 value=cmp.diff_mode, style={"button_width": "auto"})
-    raw = widgets.Checkbox(value=False, description="raw registers", indent=False,
-                           layout=widgets.Layout(width="auto", margin="0 0 0 14px"))
-    sass = widgets.HTML()
-    panes = {"Variants": widgets.HTML(), "Resources": widgets.HTML(),
-             "SASS diff": widgets.VBox([widgets.HBox([kernel, mode, raw]), sass]),
-             "Numbers": widgets.HTML(), "PTX diff": widgets.HTML(), "Source": widgets.HTML()}
-    tab = widgets.Tab(children=[panes[t] for t in COMPARE_TITLES], titles=COMPARE_TITLES,
-                      selected_index=2)
-    quiet = {"on": False}
-
-    def show_sass(_=None):
-        c = box.comparison
-        sass.value = view.html_sass(c, kernel.value, mode.value, raw.value) if c.kernels else \
-            markup.note("no kernels in this cell")
-
-    def show_ptx():
-        try:
-            with live(panes["PTX diff"], "getting the PTX"):
-                page = view.html_ptx(box.comparison)
-            panes["PTX diff"].value = page
-        except Exception as exc:
-            panes["PTX diff"].value = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
-
-    def refresh():
-        c = box.comparison
-        head.value = f'<div style="{markup.MONO}"><b>{markup.escape(view.header(c))}</b></div>' + \
-            "".join(markup.note(n, markup.WARN) for n in view.notes(c)) + view.html_changes(c)
-        panes["Variants"].value = view.html_variants(c)
-        panes["Resources"].value = view.html_resources(c)
-        panes["Numbers"].value = view.html_numbers(c)
-        panes["Source"].value = markup.source(c.source)
-        show_sass()
-        if tab.selected_index == COMPARE_TITLES.index("PTX diff"):
-            show_ptx()
-        else:
-            panes["PTX diff"].value = markup.note("computed when this tab is opened")
-        quiet["on"] = True
-        try:
-            for t, w in toggles.items():
-                w.value = c.state(c.names[-1])[t]
-        finally:
-            quiet["on"] = False
-
-    def toggled(change):
-        if quiet["on"]:
-            return
-        t = change["owner"].description
-        start = time.perf_counter()
-        try:
-            with live(status, f"{t} → {'on' if change['new'] else 'off'}: rebuilding variant "
-                              f"{box.comparison.names[-1]!r}"):
-                new = box.comparison.toggled(t, change["new"])
-        except Exception as exc:     # a compile or run error: keep what is shown, say why
-            status.value = markup.note(f"{t}={change['new']}: {type(exc).__name__}: {exc}", markup.ERR)
-            quiet["on"] = True
-            change["owner"].value = change["old"]
-            quiet["on"] = False
-            return
-        took = (time.perf_counter() - start) * 1e3
-        results = new.modules[new.names[-1]].results
-        how = "from the cache" if all(r.cache_hit for r in results) else "compiled"
-        box.comparison = new
-        refresh()
-        status.value = markup.note(f"{t} → {'on' if change['new'] else 'off'}: variant "
-                                 f"{new.names[-1]!r} {how} in {took:.0f} ms"
-                                 + (", re-run" if new.numbers is not None else ""))
-
-    for w in toggles.values():
-        w.observe(toggled, names="value")
-    kernel.observe(show_sass, names="value")
-    mode.observe(show_sass, names="value")
-    raw.observe(show_sass, names="value")
-    tab.observe(lambda ch: ch["new"] == COMPARE_TITLES.index("PTX diff") and show_ptx(),
-                names="selected_index")
-    refresh()
-    box.children = [head, widgets.HBox(list(toggles.values())), status, tab]
-    box.tab, box.toggles, box.status, box.panes, box.kernel, box.mode, box.raw = \
-        tab, toggles, status, panes, kernel, mode, raw
     return box

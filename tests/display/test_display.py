@@ -185,7 +185,7 @@ def test_mimebundle_per_frontend(tools, monkeypatch):
     m = build(SAXPY, opts(), force=True)
     v = view(m)
     assert v._repr_mimebundle_() == {}          # terminal IPython: _repr_pretty_ gives the text
-    monkeypatch.setattr(display, "_kernel_frontend", lambda: True)
+    monkeypatch.setattr(display.frontend, "in_kernel", lambda: True)
     bundle = v._repr_mimebundle_()
     assert set(bundle) == {"application/vnd.jupyter.widget-view+json", "text/html"}
     assert ">Config</summary>" in bundle["text/html"] and "SASS" not in bundle["text/html"]
@@ -193,7 +193,7 @@ def test_mimebundle_per_frontend(tools, monkeypatch):
     bundle = view(m, static_sass=True)._repr_mimebundle_()
     assert "SASS (start)" in bundle["text/html"] and "Hottest lines" in bundle["text/html"]
     assert tools == ["nvdisasm", "nvdisasm"]     # the SASS, and the life ranges of each line
-    monkeypatch.setattr(display, "_widgets_available", lambda: False)
+    monkeypatch.setattr(display.frontend, "widgets_available", lambda: False)
     assert set(v._repr_mimebundle_()) == {"text/html"}
 
 
@@ -295,7 +295,7 @@ def test_a_failing_tool_shows_in_its_tab(monkeypatch):
 
 
 def test_static_sass_setting_puts_sass_into_the_saved_html(shell, monkeypatch):
-    monkeypatch.setattr(display, "_kernel_frontend", lambda: True)
+    monkeypatch.setattr(display.frontend, "in_kernel", lambda: True)
     m = shell.run_cell_magic("cuda", f"--arch {ARCH} --force", SAXPY)
     data = shell.display_formatter.format(m)[0]
     assert "application/vnd.jupyter.widget-view+json" in data and "SASS (start)" not in data["text/html"]

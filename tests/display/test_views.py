@@ -136,8 +136,8 @@ def test_a_shell_shows_results_through_their_views(shell, monkeypatch):
     assert data["text/plain"] == view(error).text() and "argv:" in data["text/plain"]
     assert "undefined_thing" in data["text/html"] and data["text/html"] == view(error)._repr_html_()
     # in a notebook the cell's widget bundle; the magics' static_sass reaches the view
-    monkeypatch.setattr(display, "_kernel_frontend", lambda: True)
-    monkeypatch.setattr(display, "_widgets_available", lambda: False)
+    monkeypatch.setattr(display.frontend, "in_kernel", lambda: True)
+    monkeypatch.setattr(display.frontend, "widgets_available", lambda: False)
     magics = shell.magics_manager.registry["CudaMagics"]
     monkeypatch.setattr(magics, "static_sass", True)
     made = []

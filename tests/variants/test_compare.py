@@ -339,11 +339,11 @@ def test_a_failing_toggle_keeps_the_view(monkeypatch):
 def test_mimebundle_has_the_widget_and_html(monkeypatch):
     from cuda_magic import display
     cmp = cuda_magic.compare(SAXPY, arch=ARCH)
-    monkeypatch.setattr(display, "_kernel_frontend", lambda: True)
+    monkeypatch.setattr(display.frontend, "in_kernel", lambda: True)
     bundle = view.CompareView(cmp)._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "SASS diff" in bundle["text/html"] and "FMUL" in bundle["text/html"]
-    monkeypatch.setattr(display, "_kernel_frontend", lambda: False)
+    monkeypatch.setattr(display.frontend, "in_kernel", lambda: False)
     assert view.CompareView(cmp)._repr_mimebundle_() == {}
 
 

@@ -11,6 +11,9 @@ Pure data, no CUDA. Semantics follow TVM's CUDA ``backend_config``:
   changes nothing already built;
 * canonical JSON (sorted keys, compact) is the cache key: key order is
   ignored, argument order is kept.
+
+One concept, the backend configuration as data (its schema and checks, its layers with their
+provenance, its presets), held in one module although it is over 500 lines.
 """
 
 from __future__ import annotations

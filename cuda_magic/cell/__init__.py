@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import shlex
 import time
-from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import yaml
@@ -19,9 +18,12 @@ import yaml
 from ..compile.compiler import complete
 from ..config import APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
     parse_backend_config, quote, resolve, spellings, validate
-from . import bind, signature
+from . import bind
+from .decls import KernelDecl, SignatureError
 from .module import Module, _Entry, _Families
-from .signature import KernelDecl, SignatureError, find_kernels
+from .parsed import ParsedCell
+from .signature import find_kernels
+from .templates import template_hint
 
 __all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "resolve_cell", "build"]
 
@@ -35,19 +37,6 @@ class CellError(ConfigError):
     def __init__(self, message: str, line: int | None = None, key: str | None = None):
         super().__init__(f"cell line {line}: {message}" if line else message, key)
         self.line = line
-
-
-@dataclass(frozen=True)
-class ParsedCell:
-    """What the cell declares: its header layer and its kernels with their own layers."""
-
-    source: str
-    header: dict                       # the cell's //| layer (validated, flat)
-    header_lines: dict                 # key -> cell line (the tune key's too)
-    kernels: tuple[KernelDecl, ...]
-    kernel_headers: dict               # kernel declaration line -> (layer, {key: line})
-    tune: object = None                # the header's tune: value, for %%cuda_tune (unchecked)
-    header_end: int = 0                # the last cell line of the cell header (0: none)
 
 
 class _HeaderLoader(yaml.SafeLoader):
@@ -367,7 +356,7 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
                               families.of_arch(family, built), families.unavailable(family)))
         of[key] = r
     matched = {b.decl.line for b in bindings if b.decl is not None}
-    templates = [signature.template_hint(d) or d.qualified for d in parsed.kernels
+    templates = [template_hint(d) or d.qualified for d in parsed.kernels
                  if d.template and d.line not in matched]      # no hint that makes no sense
     missing = [f"{d.qualified} (line {d.line})" for d in parsed.kernels
                if not d.template and d.definition and d.line not in matched]

@@ -30,8 +30,9 @@ from ..compile.instances import find as find_instances
 from ..compile.instances import split as split_instance
 from ..compile.instances import tidy
 from ..runtime.types import Param
-from . import signature
-from .signature import ANONYMOUS, KernelDecl, SignatureError, param_from_type
+from .declarator import param_from_type
+from .decls import ANONYMOUS, KernelDecl, SignatureError
+from .templates import explicit_instances, instantiate
 
 if TYPE_CHECKING:      # the binary reader is imported when a cell is first built
     from ..compile.binary import Entry
@@ -74,7 +75,7 @@ def instance(decls: Sequence[KernelDecl], spelling: str) -> tuple[str, KernelDec
     scoped = [d for d in found if not head or d.qualified.endswith(head + "::" + base)]
     for decl in scoped or found:
         try:
-            return signature.instantiate(decl, spelling)[0], decl
+            return instantiate(decl, spelling)[0], decl
         except SignatureError:
             continue
     return _ident(tidy(spelling.replace(ANONYMOUS + "::", "").strip().lstrip(":"))), None
@@ -85,7 +86,7 @@ def written(bindings: Sequence[Binding], results: Sequence, source: str) -> list
     ``--instantiate`` spelling its build lowered to the entry (``k<>`` and ``k<true, false>`` are
     one entry), and the explicit instantiations of ``source`` that match it
     (:func:`~cuda_magic.compile.instances.find`; one that fits several entries names none)."""
-    explicit = [text for text, _ in signature.explicit_instances(source)]
+    explicit = [text for text, _ in explicit_instances(source)]
     out = []
     for b, r in zip(bindings, results):
         # in the order given: the first spelling of an instance names it

@@ -5,20 +5,19 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from ..compile.arch import detect_arch, pick_arch
-from ..compile.backends.limits import parallel
 from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
+from ..compile.parallel import parallel
 from ..config import Resolved, clip
 from ..runtime import Kernel, Param
 from . import bind
 from .bind import Binding
-from .signature import KernelDecl, blank
+from .decls import KernelDecl
+from .scan import blank
+from .parsed import ParsedCell
 from .trim import without_bodies
-
-if TYPE_CHECKING:
-    from . import ParsedCell
 
 __all__ = ["Module"]
 

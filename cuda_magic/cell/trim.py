@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .signature import KernelDecl, blank
+from .decls import KernelDecl
+from .scan import blank
 
 __all__ = ["without_bodies", "body_span"]
 

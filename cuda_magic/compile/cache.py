@@ -250,7 +250,7 @@ def _nbytes(value) -> int:
 
 def _limit(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        from .backends import InputTypeError
+        from .backends.base import InputTypeError
         raise InputTypeError(f"{name} must be an int number of bytes, not {type(value).__name__}")
     if value < 0:
         from ..config import ConfigError

@@ -1,6 +1,8 @@
 """``compile_source``: resolve the config, run the backend, parse ptxas, cache.
 
-Nothing here needs a GPU except arch detection when no arch is set.
+Nothing here needs a GPU except arch detection when no arch is set.  The notes a failed
+compile gets (where a missing include was looked for, which header declares an unknown name)
+are :mod:`.hints`; the pool of a cell's parallel builds is :mod:`.parallel`.
 """
 
 from __future__ import annotations
@@ -295,88 +297,6 @@ def _result(source, resolved, out: Output, backend, version, elapsed, hit, key, 
         pch=out.pch)
 
 
-# Failures with a known cause outside the cell: (compiler, every pattern in the log, note).
-_KNOWN = (
-    ("nvrtc", ("cutlass/", "host functions are not allowed in JIT mode"),
-     "CUTLASS/CuTe under NVRTC: add -default-device to the nvrtc flags (CUTLASS's constexpr "
-     "helpers carry no __device__)."),
-    ("nvrtc", ("cute/", "is incompatible with template parameter"),
-     "CuTe under NVRTC: the nvidia-cutlass wheel (4.2) declares std::tuple_size/tuple_element "
-     "variadic, which CCCL 3.2+ (CUDA 13.2+) refuses; it compiles with CCCL 3.0/3.1: pip install "
-     "--target DIR 'nvidia-cuda-cccl<13.2' and put it first in the nvrtc flags, -I DIR/nvidia/cu13/"
-     "include -I DIR/nvidia/cu13/include/cccl (with -default-device), or compile the cell with "
-     "--compiler nvcc."),
-)
-
-
-def _known(exc: CompileError, backend) -> None:
-    """Notes for failures with a known cause: :data:`_KNOWN`, the standard header that declares
-    an undefined name (:func:`.stdheaders.log_hints`, both compilers), an older CCCL."""
-    from .stdheaders import log_hints
-    for line in log_hints(exc.log, nvrtc=backend.name == "nvrtc"):
-        exc.note(line)
-    for compiler, patterns, note in _KNOWN:
-        if backend.name == compiler and all(p in exc.log for p in patterns):
-            exc.note(note)
-    if backend.name == "nvrtc":
-        _older_cccl(exc)
-
-
-def _older_cccl(exc: CompileError) -> None:
-    """Name the CCCL when a standard name the supplied headers declare only on newer CCCLs
-    (:data:`.stdheaders.SINCE`) is missing."""
-    from .stdheaders import SINCE
-    missing = sorted({n for n in SINCE if re.search(
-        rf'(identifier|no member) "(std::)?{n}"( is undefined)?', exc.log)})
-    version = _headers.cccl_version()
-    if not missing or version is None or version >= (3, 1, 0):
-        return
-    exc.note(f"{', '.join(missing[:3])}: not in CCCL {'.'.join(map(str, version))} (from "
-             f"{_headers.header_dirs().get('cccl')}); the supplied standard headers declare it with "
-             f"CCCL 3.1+: pip install -U nvidia-cuda-cccl (or 'cuda-toolkit[cccl]'), or use "
-             f"--compiler nvcc")
-
-
-def _not_found(exc: CompileError, backend, flags: Sequence[str]) -> None:
-    """Say where a missing include was looked for, in order, and the likely fix."""
-    missing = exc.missing_includes()
-    if not missing:
-        return
-    dirs = [f"-I {d}" for d in _headers.search_dirs(flags)[0]]
-    session = ", ".join(_headers.session_headers())
-    here = f"the working directory {os.getcwd()}"
-    if backend.name == "nvrtc":
-        memory = ([f"%%cuda_header {session}"] if session else []) + \
-            (["cuda-magic's standard headers"] if backend.std_headers else [])
-        order = [f"in memory ({'; '.join(memory)})"] * bool(memory) + \
-            ["the including file's directory", here, *dirs] + \
-            [f"the toolkit {d}" for d in _headers.toolkit_dirs()]
-    else:   # nvcc: session headers sit beside cell.cu; then the user's -I, then -I.
-        beside = f" (with %%cuda_header {session})" if session else ""
-        order = [f"the including file's directory{beside}", *dirs, f"{here} (-I.)"] + \
-            [f"-I {d}" for d in _headers.cutlass_dirs()] + \
-            ["the CUDA toolkit and the host compiler's system directories"]
-    for name in missing[:3]:
-        exc.note(f"'{name}' was not found; searched, in order: {', '.join(order)}. "
-                 f"{_hint(name)}")
-
-
-def _hint(name: str) -> str:
-    """:func:`missing_hint`, but never "install the wheel" for a CUTLASS header when the wheel
-    is installed: then the header is not in it (both its include dirs are searched)."""
-    from .stdheaders import missing_hint
-    bare = name.strip().strip('<>"')
-    if bare.startswith(("cute/", "cutlass/")) and _headers.cutlass_dir():
-        from importlib import metadata
-        try:
-            which = f"nvidia-cutlass {metadata.version('nvidia-cutlass')}"
-        except metadata.PackageNotFoundError:
-            which = "the CUTLASS found"
-        return (f"{which} has no such header (its include and tools/util/include are searched): "
-                f"check the name, or put a CUTLASS checkout first with -I DIR")
-    return missing_hint(name)
-
-
 def _device_link(out: Output, compiler: str, flags: Sequence[str], arch: str,
                  source: str) -> Output:
     """Relocatable device code (``-rdc=true``) linked with the device runtime into one
@@ -468,8 +388,8 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         if inputs.stamps and inputs.changed_in(_headers.scan(source, flags, std=std,
                                                              session=session)):
             _discard_pch(exc.argv)      # a PCH kept from a failed compile is checked the same way
-        _not_found(exc, backend, flags)
-        _known(exc, backend)
+        from .hints import annotate     # imported on a failure: it reads the supplied headers
+        annotate(exc, backend, flags)
         raise
     elapsed = time.perf_counter() - start
     if inputs.stamps:   # the key must describe what the compiler read: re-check the files

@@ -17,6 +17,10 @@
 The scan is textual and errs on the side of reading more: includes inside
 ``#if 0`` or comments count too.  An ``#include`` whose name comes from a macro
 the scan cannot resolve makes the build uncacheable (:attr:`Inputs.unresolved`).
+
+One concept, the inputs of a compile's cache key besides the cell and its config (each kind
+above, and where the toolkit's families are, since that is part of the key); a module a little
+over 500 lines for it.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ def define_header(name: str, text: str) -> bool:
                           "or 'lib/util.cuh' (letters, digits, _ . + -, '/' between parts)",
                           "header")
     if not isinstance(text, str):
-        from .backends import InputTypeError
+        # here, not at the top: importing .backends.base runs .backends' __init__, which imports
+        # .backends.nvcc, which imports this module
+        from .backends.base import InputTypeError
         raise InputTypeError(f"header text must be a str, not {type(text).__name__}")
     bad = bad_char(text)
     if bad:     # NVRTC would stop reading at a NUL

@@ -1,45 +1,18 @@
-"""Magic lines: the options the magics share, ``$var`` expansion, argparse with short errors."""
+"""Magic lines: ``$var`` expansion, argparse with short errors, and the values options take (the
+config layer, GPU lists, names and expressions from the user's namespace).  The options
+themselves are declared in :mod:`.options`."""
 
 from __future__ import annotations
 
 import argparse
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument
 from IPython.utils.process import arg_split
 
 from .. import cell as _cell
 from ..config import clip, printable, quote
 
 _LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas", "--nvrtc+", "--nvcc+", "--ptxas+")
-
-
-def config_options(func):
-    """The options that set configuration keys, shared by ``%%cuda`` and ``%cuda_config``."""
-    for decorator in reversed([
-        argument("--arch", help="GPU architecture, e.g. sm_90a (detected from the GPU if unset); "
-                 "a comma list, sm_80,sm_90a, builds the cell once per arch"),
-        argument("--compiler", help="nvrtc (in-process, default) or nvcc (subprocess)"),
-        argument("--target-format", metavar="FORMAT", help="what the compiler makes: NVRTC cubin "
-                 "(default) or ptx; nvcc fatbin (default), cubin or ptx"),
-        argument("--nvrtc", metavar='"ARGS"', help='NVRTC flags, shell-split; they replace the inherited list '
-                 '(--nvrtc+ appends): --nvrtc "--use_fast_math --ftz=false"; "" clears it'),
-        argument("--nvcc", metavar='"ARGS"', help="nvcc flags, shell-split; they replace the inherited list"),
-        argument("--ptxas", metavar='"ARGS"', help='ptxas flags, shell-split; they replace the inherited list: '
-                 '--ptxas "-v --warn-on-spills"'),
-        argument("--nvrtc+", dest="nvrtc_append", metavar='"ARGS"',
-                 help='NVRTC flags appended to the inherited list: --nvrtc+ "-lineinfo"'),
-        argument("--nvcc+", dest="nvcc_append", metavar='"ARGS"',
-                 help="nvcc flags appended to the inherited list"),
-        argument("--ptxas+", dest="ptxas_append", metavar='"ARGS"',
-                 help="ptxas flags appended to the inherited list"),
-        argument("--backend-config", metavar="JSON",
-                 help="TVM-style config: '{\"cuda\": {\"arch\": \"sm_90a\"}}'"),
-        argument("--preset", metavar="NAME", help="a preset layer: ampere, ada, hopper, blackwell, "
-                 "precise, nvcc, or one you registered"),
-    ]):
-        func = decorator(func)
-    return func
 
 
 def _usage(magic) -> str:
@@ -123,9 +96,47 @@ def parse(magic, line: str, prefix: str | None = None, verbatim: tuple = ()):
     return args
 
 
+LINE_OPTIONS = ("arch", "compiler", "target_format", "nvrtc", "nvcc", "ptxas", "backend_config",
+                "nvrtc_append", "nvcc_append", "ptxas_append")
+"""The config options' values as parsed (``options.config_options``), by their argparse names:
+the keywords of :func:`cuda_magic.cell.line_config`."""
+
+
+def line_options(args) -> dict:
+    """The config options of a parsed line as written: ``{"arch": "sm_90a", "nvrtc": None, ...}``."""
+    return {key: getattr(args, key) for key in LINE_OPTIONS}
+
+
 def layer(args) -> dict:
-    return _cell.line_config(arch=args.arch, compiler=args.compiler,
-                             target_format=args.target_format, nvrtc=args.nvrtc, nvcc=args.nvcc,
-                             ptxas=args.ptxas, backend_config=args.backend_config,
-                             nvrtc_append=args.nvrtc_append, nvcc_append=args.nvcc_append,
-                             ptxas_append=args.ptxas_append)
+    """The config layer a parsed line sets (lists shell-split)."""
+    return _cell.line_config(**line_options(args))
+
+
+def gpu_list(text: str) -> list[int]:
+    """``--gpus 0,1`` -> ``[0, 1]``."""
+    items = [t.strip() for t in text.split(",")]
+    if not all(t.isdigit() and t.isascii() for t in items):
+        raise UsageError(f"--gpus {quote(text, 40)}: give GPU ordinals as a comma list, "
+                         f"e.g. --gpus 0,1")
+    return [int(t) for t in items]
+
+
+def client(namespace, name: str):
+    """``--client NAME``: the Dask client the user made under ``name``."""
+    if not name.isidentifier() or name not in namespace:
+        raise UsageError(f"--client {quote(name, 40)}: no such name in your namespace; make one "
+                         f"first, e.g. client = dask.distributed.Client(...), then --client client")
+    found = namespace[name]
+    if not callable(getattr(found, "submit", None)):
+        raise UsageError(f"--client {name}: {name} is not a dask.distributed.Client (it is "
+                         f"{type(found).__name__})")
+    return found
+
+
+def evaluate(namespace, option: str, text: str):
+    """An option's Python expression, evaluated in the user's namespace."""
+    try:
+        return eval(text, namespace)
+    except Exception as exc:
+        raise UsageError(f"{option} {quote(text, 60)}: {type(exc).__name__}: "
+                         f"{clip(str(exc), 200)}") from None

@@ -93,3 +93,18 @@ def bind(shell, module, name: str | None, kernels: bool) -> None:
     bind_kernels(shell, module.python_names() if kernels else {}, name, via)
     if name:
         shell.user_ns[name] = module
+
+
+def bind_tuning(shell, tuning, name: str | None) -> None:
+    """``%%cuda_tune``: bind the winner's kernels (if there is a winner) by the rules of
+    :func:`bind_kernels`, saying which, and the Tuning under ``name`` (``--name``)."""
+    winner = tuning.winner
+    if winner is not None:
+        via = f"{name}.kernels[{{!r}}]" if name else \
+            "t.kernels[{!r}] (bind the tuning with --name t)"
+        bound = bind_kernels(shell, tuning.kernels, name, via, what="the tuning",
+                             magic="%%cuda_tune")
+        note(f"winner #{winner.index} ({winner.label}): bound {', '.join(bound) or 'no kernels'}",
+             "%%cuda_tune")
+    if name:
+        shell.user_ns[name] = tuning

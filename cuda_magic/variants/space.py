@@ -14,7 +14,7 @@ import yaml
 
 from .. import cell
 from ..cell import _HeaderLoader
-from ..cell.signature import _blank
+from ..cell.scan import blank
 from ..config import ConfigError, Error, Resolved, clip, quote
 from .toggles import set_toggle
 
@@ -192,7 +192,7 @@ class Parameter:
 
 def classify(space: Mapping[str, tuple], parsed: cell.ParsedCell) -> list[Parameter]:
     """What each parameter of ``space`` does in this cell (see the module's docstring)."""
-    code = _blank(parsed.source)
+    code = blank(parsed.source)
     templates = [d for d in parsed.kernels if d.template]
     out = []
     for raw, values in space.items():

@@ -5,8 +5,11 @@ import re
 import pytest
 
 from cuda_magic.runtime.types import Param
-from cuda_magic.cell.signature import (KernelDecl, SignatureError, TemplateParam, blank, find_kernels,
-                                  instantiate, param_from_type, template_hint)
+from cuda_magic.cell.declarator import param_from_type
+from cuda_magic.cell.decls import KernelDecl, SignatureError, TemplateParam
+from cuda_magic.cell.scan import blank
+from cuda_magic.cell.signature import find_kernels
+from cuda_magic.cell.templates import instantiate, template_hint
 
 SAXPY = r'''
 extern "C" __global__ void scale(const float* x, float* y, float a, int n) {

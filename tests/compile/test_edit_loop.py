@@ -11,8 +11,8 @@ import pytest
 import cuda_magic
 from cuda_magic.cell import trim
 from cuda_magic.cell.signature import find_kernels
-from cuda_magic.compile import pch
-from cuda_magic.compile.backends import limits, nvrtc as nvrtc_backend
+from cuda_magic.compile import parallel, pch
+from cuda_magic.compile.backends import nvrtc as nvrtc_backend
 from cuda_magic.display.content import content, seconds
 
 LINE = cuda_magic.line_config(arch="sm_90a")
@@ -54,11 +54,11 @@ def test_light_headers_and_look_alike_session_headers_get_no_pch(pch_dir):
 
 def test_the_progress_line_says_a_one_off_pch_is_being_built(pch_dir):
     seen = []
-    with limits.progress(lambda what, s: seen.append(what)):
+    with parallel.progress(lambda what, s: seen.append(what)):
         r = cuda_magic.build("#include <utility>\n" + KERNEL.format(4), LINE, force=True).result
     assert r.pch == "created"
     assert any(nvrtc_backend.PCH_NOTE in w for w in seen), seen
-    assert not limits._doing          # nothing left over for the next compile's line
+    assert not parallel._doing        # nothing left over for the next compile's line
 
 
 def test_cccl_unrolls_at_nvccs_depth_shown_in_argv():

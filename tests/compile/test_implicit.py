@@ -10,7 +10,7 @@ import re
 import pytest
 
 import cuda_magic
-from cuda_magic.compile import stdheaders
+from cuda_magic.compile import hints, prelude
 from cuda_magic.compile.backends import CompileError, nvcc as nvcc_backend
 from cuda_magic.compile.backends import nvrtc as nvrtc_backend
 from cuda_magic.compile.compiler import compile_source
@@ -132,15 +132,15 @@ def test_nvcc_implicit_names_mean_the_same_with_both_compilers(compiler):
     ptx = r.binary.decode()
     assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
     if compiler == "nvrtc":
-        assert f"--pre-include={stdheaders.IMPLICIT}" in r.argv
+        assert f"--pre-include={prelude.IMPLICIT}" in r.argv
         assert "pre-included" in r.log
 
 
 def test_the_prelude_is_only_for_cells_that_use_its_names():
     assert not any(a.startswith("--pre-include") for a in build(SAXPY).argv)
-    assert stdheaders.implicit([SAXPY]) is None
+    assert prelude.implicit([SAXPY]) is None
     # each part only when named: a cell using 'uint' gets no PDL functions and no <cstdint>
-    text = stdheaders.implicit(["__global__ void k(uint n) {}"])
+    text = prelude.implicit(["__global__ void k(uint n) {}"])
     assert "typedef unsigned int uint;" in text
     assert "griddepcontrol" not in text and "_CUDA_STD_CSTDINT" not in text
     # the supplied standard headers' own text does not count as the cell's
@@ -164,7 +164,7 @@ def test_undefined_names_say_what_to_include(compiler):
 
 
 def test_std_member_hint():
-    assert stdheaders.log_hints('error: namespace "std" has no member "min"') == [
+    assert hints.log_hints('error: namespace "std" has no member "min"') == [
         "'std::min' is declared in <algorithm>: add #include <algorithm>"]
 
 
@@ -196,11 +196,11 @@ def test_cstdint_and_the_pipeline_headers_in_either_order(order, compiler):
 
 def test_the_helper_keeps_its_line_numbers_and_replaces_only_the_typedefs():
     from cuda_magic.compile.headers import toolkit_dirs
-    for name in stdheaders.TOOLKIT_INT_TYPEDEFS:
+    for name in prelude.TOOLKIT_INT_TYPEDEFS:
         text = nvrtc_backend._toolkit_file(name, toolkit_dirs())
         if text is None:
             pytest.skip(f"{name} is not installed")
-        fixed = stdheaders.with_glibc_int_types(name, text)
+        fixed = prelude.with_glibc_int_types(name, text)
         assert fixed.count("\n") == text.count("\n")
         changed = [(a, b) for a, b in zip(text.splitlines(), fixed.splitlines()) if a != b]
         assert changed and all(re.match(r"\s*typedef .*int\w*_t\s*;", a) for a, _ in changed)

@@ -12,7 +12,8 @@ import re
 import pytest
 
 from cuda_magic.compile.backends import get_backend
-from cuda_magic.compile.stdheaders import HEADERS, missing_hint
+from cuda_magic.compile.hints import missing_hint
+from cuda_magic.compile.stdheaders import HEADERS
 
 ARCH = "sm_90a"
 

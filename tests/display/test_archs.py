@@ -15,7 +15,7 @@ from cuda_magic.cell import module as cell_module   # where builds are compiled 
 from cuda_magic import ConfigError
 from cuda_magic.cell import CellError
 from cuda_magic.compile.arch import pick_arch
-from cuda_magic.compile.backends import limits
+from cuda_magic.compile import parallel
 from cuda_magic.config import resolve, validate
 from cuda_magic.display import compare as compare_view
 from cuda_magic.inspect import diff
@@ -299,8 +299,8 @@ def test_parallel_raises_the_first_failure_in_order():
             raise ValueError(what)
         return work
     with pytest.raises(ValueError, match="first"):
-        limits.parallel([fail("first", 0.3), fail("second", 0.0), lambda: 3], "testing")
-    assert limits.parallel([lambda: 1, lambda: 2, lambda: 3], "testing") == [1, 2, 3]
+        parallel.parallel([fail("first", 0.3), fail("second", 0.0), lambda: 3], "testing")
+    assert parallel.parallel([lambda: 1, lambda: 2, lambda: 3], "testing") == [1, 2, 3]
 
 
 def test_ctrl_c_stops_the_wait_and_cancels_the_builds():
@@ -309,7 +309,7 @@ def test_ctrl_c_stops_the_wait_and_cancels_the_builds():
     def slow():
         end = time.monotonic() + 10
         while time.monotonic() < end:
-            if limits.cancelled():      # what nvcc's wait checks: its process group is killed
+            if parallel.cancelled():      # what nvcc's wait checks: its process group is killed
                 seen.set()
                 return
             time.sleep(0.02)
@@ -317,7 +317,7 @@ def test_ctrl_c_stops_the_wait_and_cancels_the_builds():
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        limits.parallel([slow, slow], "compiling 2 builds with nvcc")
+        parallel.parallel([slow, slow], "compiling 2 builds with nvcc")
     assert not ran_out.is_set()         # the wait ended on the interrupt, not on the builds
     assert seen.wait(10) and not ran_out.is_set()
 

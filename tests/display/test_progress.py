@@ -14,6 +14,7 @@ from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
 from conftest import ARCH, SAXPY
+from cuda_magic.compile import parallel
 from cuda_magic.compile.backends import limits
 from cuda_magic.display import progress
 
@@ -35,13 +36,13 @@ def test_status_says_nothing_for_quick_work_then_one_terminal_line():
 
 def test_listeners_hear_the_compile_waits_on_the_main_thread_only():
     heard = []
-    with limits.progress(lambda what, s: heard.append((what, s))):
+    with parallel.progress(lambda what, s: heard.append((what, s))):
         limits.wait_for(lambda: time.sleep(0.35), timeout=None, on_timeout=RuntimeError,
                         what="compiling with nvrtc")
     assert heard and all(w == "compiling with nvrtc" for w, _ in heard)
     assert [s for _, s in heard] == sorted(s for _, s in heard) and heard[-1][1] >= 0.2
     # a failing listener does not fail the compile
-    with limits.progress(lambda *_: 1 / 0):
+    with parallel.progress(lambda *_: 1 / 0):
         assert limits.wait_for(lambda: time.sleep(0.25) or 7, timeout=None,
                                on_timeout=RuntimeError) == 7
 

@@ -225,7 +225,7 @@ def test_a_bad_declaration_names_its_line(shell):
 
 # --- %cuda_config ------------------------------------------------------------------------
 
-def test_cuda_config_sets_shows_and_resets(shell, capsys):
+def test_cuda_config_sets_shows_and_resets(shell, capsys, presets_restored):
     shell.run_line_magic("cuda_config", '--arch sm_80 --nvrtc "--use_fast_math --ftz=false"')
     capsys.readouterr()
     shell.run_line_magic("cuda_config", "")

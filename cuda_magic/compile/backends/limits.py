@@ -1,4 +1,4 @@
-"""Compile time limit and interruptible waits, shared by the backends.
+"""Compile time limit and the interruptible wait of one compile, shared by the backends.
 
 A compile can take minutes (a big unrolled kernel, CUTLASS).  Ctrl-C must stop
 waiting at once, and a limit can be set after which a compile is given up:
@@ -9,85 +9,35 @@ waiting at once, and a limit can be set after which a compile is given up:
   compiler run gets the whole limit.
 - nvcc runs in its own process group; on Ctrl-C, the limit or any error the
   whole group (nvcc, cicc, ptxas, ...) is killed and its directory removed.
-- While a compile runs on the main thread, the listeners registered with
-  :func:`progress` are called every step with what runs and for how long, so that
-  a cell can show a live status ("compiling with nvcc… 1.2 s").
+- While a compile runs on the main thread, each step tells the :func:`..parallel.progress`
+  listeners what runs and for how long (a live status: "compiling with nvcc… 1.2 s").
 - NVRTC runs in the calling process and cannot be stopped: the compile runs in
   a worker thread that the caller waits on in short steps, so Ctrl-C and the
   limit take effect at once.  The abandoned compile runs to completion in the
   background; the worker then destroys its program and its result is
   discarded (a precompiled header it was making is still published).
-- The builds of one cell run together (:func:`parallel`): a pool of threads, each
-  running a compile (NVRTC in the thread, nvcc as its own process); the main thread
-  waits in short steps, so Ctrl-C stops the wait at once and tells the nvcc runs to
-  kill their process groups (:func:`cancelled`).
+
+Progress, cancellation and the thread pool of a cell's parallel builds are :mod:`..parallel`.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from ... import settings
+from ..parallel import POLL, tick
+# re-exported until their importers import them from ..parallel: variants/tune.py,
+# variants/comparison.py, magics/compiling.py, tests/display/test_progress.py, test_archs.py,
+# tests/variants/test_tune.py
+from ..parallel import WORKERS, cancellable, cancelled, parallel, progress  # noqa: F401
 from .base import CompileError
 
-__all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for", "POLL",
-           "progress", "doing", "tick", "parallel", "cancellable", "cancelled", "Cancelled"]
+__all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for"]
 
-POLL = 0.1          # seconds between checks for Ctrl-C and the limit while a compile runs
 ENV = settings.TABLE["compile_timeout"].env       # its environment variable
-_listeners: list[Callable[[str, float], None]] = []
 T = TypeVar("T")
-
-
-@contextmanager
-def progress(listener: Callable[[str, float], None]) -> Iterator[None]:
-    """While the block runs, call ``listener(what, seconds)`` every :data:`POLL` seconds of a
-    compile waited for on the main thread (``what``: ``"compiling with nvcc"``)."""
-    _listeners.append(listener)
-    try:
-        yield
-    finally:
-        _listeners.remove(listener)
-
-
-_doing: dict[str, int] = {}      # what runs besides the compile itself -> how many (any thread)
-_doing_lock = threading.Lock()
-
-
-@contextmanager
-def doing(note: str) -> Iterator[None]:
-    """While the block runs (in any thread), the progress line adds ``note``
-    (``"building a one-off precompiled header"``)."""
-    with _doing_lock:
-        _doing[note] = _doing.get(note, 0) + 1
-    try:
-        yield
-    finally:
-        with _doing_lock:
-            _doing[note] -= 1
-            if not _doing[note]:
-                del _doing[note]
-
-
-def tick(what: str, started: float) -> None:
-    """Tell the :func:`progress` listeners that ``what`` has run since ``started``
-    (``time.monotonic()``), with any :func:`doing` notes.  Only on the main thread; a failing
-    listener is ignored."""
-    if not _listeners or threading.current_thread() is not threading.main_thread():
-        return
-    seconds = time.monotonic() - started
-    if _doing:
-        what = f"{what} ({'; '.join(list(_doing))})"
-    for listener in list(_listeners):
-        try:
-            listener(what, seconds)
-        except Exception:
-            pass
 
 
 def set_compile_timeout(seconds: float | None) -> None:
@@ -169,75 +119,3 @@ def wait_for(work: Callable[[], T], *, timeout: float | None, on_timeout: Callab
         finally:
             del exc
     return box["value"]
-
-
-# ---- several builds at once -----------------------------------------------------------------
-
-WORKERS = 32        # at most this many compiles at once (and at least 4, whatever the cores)
-_local = threading.local()
-
-
-class Cancelled(Exception):
-    """The wait for the builds of a cell was given up (Ctrl-C): a build still running stops."""
-
-
-def cancelled() -> bool:
-    """Whether the builds this thread belongs to were given up (checked by nvcc's wait)."""
-    return any(event.is_set() for event in getattr(_local, "cancel", ()))
-
-
-def cancellable(cancel: threading.Event) -> Callable[[Callable[[], T]], T]:
-    """``run(work)``, for a pool's threads: ``work()`` with the builds it starts given up once
-    ``cancel`` is set (nvcc runs killed, NVRTC runs discarded), and with those of the pool the
-    caller's thread belongs to."""
-    inherited = tuple(getattr(_local, "cancel", ()))   # a pool inside a pool's thread
-
-    def run(work: Callable[[], T]) -> T:
-        _local.cancel = (*inherited, cancel)
-        try:
-            return work()
-        finally:
-            _local.cancel = ()
-    return run
-
-
-def parallel(works: Sequence[Callable[[], T]], what: str) -> list[T]:
-    """Run each of ``works`` in a thread of its own and return their results in order.
-
-    The caller waits in steps of :data:`POLL` seconds, telling the :func:`progress`
-    listeners ``what`` runs ("compiling 4 builds with nvrtc"), so Ctrl-C reaches it at once:
-    the builds not started are dropped, nvcc runs are killed, NVRTC runs finish in the
-    background and are discarded.  When builds fail, the rest still running finish and the
-    error of the first failed one (in the order of ``works``) is raised.  One work runs in
-    the caller's thread."""
-    works = list(works)
-    if len(works) < 2:
-        return [work() for work in works]
-    cancel = threading.Event()
-    run = cancellable(cancel)
-    pool = ThreadPoolExecutor(max_workers=min(len(works), max(4, min(WORKERS, os.cpu_count() or 1))),
-                              thread_name_prefix="cuda-magic build")
-    futures = [pool.submit(run, work) for work in works]
-    started = time.monotonic()
-    try:
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=POLL, return_when=FIRST_EXCEPTION)
-            if any(f.exception() is not None for f in done):
-                for f in pending:       # not started: dropped; running: waited for
-                    f.cancel()
-                pending = {f for f in pending if not f.cancelled()}
-            tick(what, started)
-    except BaseException:
-        cancel.set()
-        raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    for f in futures:
-        if not f.cancelled() and f.exception() is not None:
-            exc = f.exception()
-            try:
-                raise exc
-            finally:
-                del exc
-    return [f.result() for f in futures]

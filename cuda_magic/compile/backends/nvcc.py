@@ -36,8 +36,9 @@ from ... import tools
 from ...config import clip
 from .. import instances
 from ..headers import cutlass_dirs
+from ..parallel import POLL, Cancelled, cancelled, tick
 from .base import Backend, CompileError, Output, ptxas_joined
-from .limits import POLL, Cancelled, CompileTimeoutError, cancelled, compile_timeout, tick
+from .limits import CompileTimeoutError, compile_timeout
 
 FILENAME = "cell.cu"
 

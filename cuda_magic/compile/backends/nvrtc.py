@@ -29,8 +29,9 @@ from typing import Mapping, Sequence
 from ...errors import clip
 from .. import pch as _pch
 from ..headers import toolkit_dirs
+from ..parallel import doing
 from .base import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
-from .limits import CompileTimeoutError, compile_timeout, doing, wait_for
+from .limits import CompileTimeoutError, compile_timeout, wait_for
 
 FILENAME = "cell.cu"
 
@@ -248,25 +249,25 @@ def _toolkit_file(name: str, dirs: tuple[str, ...]) -> str | None:
 def supply(source: str, flags: Sequence[str], headers: Mapping[str, str]):
     """What nvcc gives implicitly, for this cell: (flags, headers, log notes).
 
-    - :data:`.stdheaders.IMPLICIT` (the nvcc-implicit names the cell uses: ``uint``,
+    - :data:`..prelude.IMPLICIT` (the nvcc-implicit names the cell uses: ``uint``,
       ``int64_t``, ``__extension__``, the PDL device functions), pre-included with
       ``--pre-include=`` (in the argv);
     - where cuda-magic's ``<cstdint>`` is in force, the toolkit headers whose NVRTC-only
-      typedefs would clash with it, with those typedefs replaced (:func:`.stdheaders.with_glibc_int_types`)."""
-    from .. import stdheaders
+      typedefs would clash with it, with those typedefs replaced (:func:`..prelude.with_glibc_int_types`)."""
+    from .. import prelude, stdheaders
     flags, headers, notes = tuple(flags), dict(headers), []
     texts = [source, *(t for n, t in headers.items() if stdheaders.HEADERS.get(n) != t)]
-    prelude = stdheaders.implicit(texts)
-    if prelude and stdheaders.IMPLICIT not in headers:
-        headers[stdheaders.IMPLICIT] = prelude
-        flags += (f"--pre-include={stdheaders.IMPLICIT}",)
-        notes.append(f"cuda-magic: pre-included {stdheaders.IMPLICIT} (--pre-include, in the argv): "
+    implicit = prelude.implicit(texts)
+    if implicit and prelude.IMPLICIT not in headers:
+        headers[prelude.IMPLICIT] = implicit
+        flags += (f"--pre-include={prelude.IMPLICIT}",)
+        notes.append(f"cuda-magic: pre-included {prelude.IMPLICIT} (--pre-include, in the argv): "
                      "names nvcc declares without an #include (through its implicit "
                      "cuda_runtime.h) that this cell uses")
-    if "cuda/std/cstdint" in headers or (prelude and "_CUDA_STD_CSTDINT" in prelude):
-        for name in stdheaders.TOOLKIT_INT_TYPEDEFS:
+    if "cuda/std/cstdint" in headers or (implicit and "_CUDA_STD_CSTDINT" in implicit):
+        for name in prelude.TOOLKIT_INT_TYPEDEFS:
             text = _toolkit_file(name, toolkit_dirs())
-            fixed = text and name not in headers and stdheaders.with_glibc_int_types(name, text)
+            fixed = text and name not in headers and prelude.with_glibc_int_types(name, text)
             if fixed:
                 headers[name] = fixed
                 if any(_USES_TOOLKIT_TYPEDEFS.search(t) for t in texts):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from .config import ConfigError
+from .errors import quote
 
 __all__ = ["Setting", "TABLE", "get", "put", "reset", "override", "watch", "source", "describe",
            "TOOL_CHILD", "in_tool_child"]
@@ -72,18 +73,20 @@ def _seconds(value, where: str) -> float | None:
     return seconds or None
 
 
-def _count(value, where: str) -> int:
-    """A whole number >= 0 (bytes, seconds)."""
+def count(value, where: str, type_error: type[Exception] = ConfigError) -> int:
+    """``value`` checked as a whole number >= 0 (bytes, seconds): the one check for every count a
+    setting or a setter takes (the compile cache raises ``InputTypeError`` for a non-int)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where} must be a whole number >= 0, not {value!r}")
+        raise type_error(f"{where} must be a whole number >= 0, not {quote(value, 60)}")
     if value < 0:
         raise ConfigError(f"{where} must be >= 0, not {value}")
     return value
 
 
+
 def _count_text(text: str, env: str) -> int:
     try:
-        return _count(int(text.strip()), env)
+        return count(int(text.strip()), env)
     except ValueError:
         raise ConfigError(f"{env} must be a whole number >= 0, not {text!r}") from None
 
@@ -142,10 +145,10 @@ TABLE: dict[str, Setting] = {s.name: s for s in (
             "Where the precompiled headers live (default $XDG_CACHE_HOME/cuda-magic/pch, else "
             "~/.cache/cuda-magic/pch; created 0700, used only if this user's and not writable "
             "by others)."),
-    Setting("pch_limit", "CUDA_MAGIC_PCH_LIMIT", 2 << 30, _count, parse=_count_text, doc=
+    Setting("pch_limit", "CUDA_MAGIC_PCH_LIMIT", 2 << 30, count, parse=_count_text, doc=
             "Bytes the precompiled header directory keeps (least recently used out first).  "
             "Setter: compile.pch.set_limit."),
-    Setting("stale_tmp_seconds", "CUDA_MAGIC_STALE_TMP_SECONDS", 300, _count,
+    Setting("stale_tmp_seconds", "CUDA_MAGIC_STALE_TMP_SECONDS", 300, count,
             parse=_count_text, doc=
             "The disk cache's own temporary files older than this (an interrupted write) are "
             "removed when the directory is opened."),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import cuda_magic
+from cuda_magic import InputTypeError
 from cuda_magic import ConfigError, settings
 from cuda_magic.compile import pch
 from cuda_magic.compile.backends import limits
@@ -193,6 +194,13 @@ def test_values_are_checked_and_errors_name_who_set_them():
         settings.plan_launch = "cupy"
     with pytest.raises(ConfigError, match="^nbytes must be >= 0, not -1$"):
         pch.set_limit(-1)
+    # one check for every count: the cache's limit reads the same, a TypeError for a non-int
+    with pytest.raises(ConfigError, match="^nbytes must be >= 0, not -1$"):
+        cuda_magic.set_cache_limit(-1)
+    with pytest.raises(InputTypeError, match="^nbytes must be a whole number >= 0, not '1 GB'$"):
+        cuda_magic.set_cache_limit("1 GB")
+    with pytest.raises(ConfigError, match="^nbytes must be a whole number >= 0, not True$"):
+        pch.set_limit(True)
     with pytest.raises(ConfigError, match="set_compile_timeout: the compile time limit"):
         cuda_magic.set_compile_timeout("soon")
     with pytest.raises(ConfigError, match="no setting 'pch_limt'; the settings are cache_dir, "):

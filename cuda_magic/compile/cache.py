@@ -39,6 +39,7 @@ from collections import OrderedDict
 from typing import Any, Mapping
 
 from .. import settings
+from .backends.base import InputTypeError
 
 __all__ = ["Cache", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_ENTRY_BYTES", "secret_path"]
 
@@ -249,13 +250,8 @@ def _nbytes(value) -> int:
 
 
 def _limit(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        from .backends.base import InputTypeError
-        raise InputTypeError(f"{name} must be an int number of bytes, not {type(value).__name__}")
-    if value < 0:
-        from ..config import ConfigError
-        raise ConfigError(f"{name} must be >= 0, not {value}")
-    return value
+    """A number of bytes: :func:`cuda_magic.settings.count`, an ``InputTypeError`` for a non-int."""
+    return settings.count(value, name, InputTypeError)
 
 
 class Cache:

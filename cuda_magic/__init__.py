@@ -54,7 +54,7 @@ __all__ = [
 
 
 _LAZY = {"Comparison": "variants.comparison", "RunError": "variants.comparison", "compare": "variants.comparison",
-         "denormals": "variants.numbers", "ulp_distance": "variants.numbers",
+         "denormals": "variants.numbers", "ulp_distance": "runtime.outputs",
          "tune": "variants.tune", "Tuning": "variants.tune",
          "BenchResult": "runtime.bench",        # Timing's old name: a deprecated alias
          "ProfilerPermissionError": "runtime.tools", "ToolRunError": "runtime.tools",

@@ -162,7 +162,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
     queued BATCH at a time while the stream is held, so the GPU never waits for Python inside
     an event pair."""
     try:
-        handle, packer = kernel._bench_parts(shared)
+        handle, packer = kernel.handle_and_packer(shared)
     except NoGPUError as exc:
         raise NoGPUError(f"{kernel.name}.bench: {exc}", exc.name, exc.code) from None
     drv = api()

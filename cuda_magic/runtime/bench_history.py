@@ -14,12 +14,12 @@ import dataclasses
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..errors import HistoryError, quote
 
-if TYPE_CHECKING:
-    from .bench import Timing
+# Timing (the annotations below) is :class:`cuda_magic.runtime.bench.Timing`; bench imports this
+# module, so this one names it only in annotations (strings: ``from __future__ import annotations``).
 
 __all__ = ["History", "HistoryError", "Mark", "history", "clear_history", "record", "marks",
            "HISTORY_RUNS", "HISTORY_KERNELS", "REGRESSION"]

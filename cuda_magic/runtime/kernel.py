@@ -93,7 +93,7 @@ class Kernel:
         b = self._bound
         if b is not None:
             return b
-        self._check_arch()
+        self.require_arch()
         r = self.result
         lib = driver.load(r.key, r.binary, r.format, r.arch)
         symbol = self.symbol or self._find_symbol(lib)
@@ -105,15 +105,17 @@ class Kernel:
         self._fast = None
         return b
 
-    def _bench_parts(self, shared: int):
-        """(CUkernel handle, Packer) of the loaded kernel, with ``shared`` bytes of dynamic
-        shared memory allowed: what ``bench.measure`` launches and packs with."""
+    def handle_and_packer(self, shared: int):
+        """(CUkernel handle, Packer) of the kernel, loaded now if it is not, with ``shared`` bytes
+        of dynamic shared memory allowed: what ``bench.measure`` launches and packs with."""
         b = self._bind()
         if shared > self._max_dynamic:
             self._allow_shared(b[1], shared)
         return b[1], b[2]
 
-    def _check_arch(self) -> None:
+    def require_arch(self) -> None:
+        """Raise the launch's CudaError when no build of an arch list runs on this GPU (what
+        ``k.profile``/``k.check`` ask before starting a tool)."""
         if self.unavailable:
             raise CudaError(f"{self.name}: {self.unavailable}", "CUDA_ERROR_NO_BINARY_FOR_GPU")
 
@@ -176,10 +178,16 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")
 
-    def _run(self, dims, shared, stream, args) -> None:
+    def launch_raw(self, dims, shared, stream, args) -> None:
+        """One launch the full way, with everything already in the runtime's own form: ``dims``
+        grid + block (6 ints), ``shared`` bytes, ``stream`` an int handle (0: the legacy
+        default stream), ``args`` a tuple.  What ``k[grid, block](*args)`` does after checking
+        its key; the entry for the helper processes (the worker, the sweep's helpers, the
+        tools' launcher), which replay launches recorded elsewhere.  After a fault, or under
+        ``isolate()``, it goes to the worker."""
         b = self._bound
         if b is None or driver.elsewhere():
-            self._check_arch()
+            self.require_arch()
             if driver.elsewhere():
                 return worker.call(self, "run", dims, shared, args)
             b = self._bind()
@@ -275,7 +283,7 @@ class Kernel:
                               nbytes=nbytes, flops=flops, dtype=dtype)
         dims = _dims(grid, "grid") + _dims(block, "block")
         if driver.elsewhere():
-            self._check_arch()
+            self.require_arch()
             timing = worker.call(self, "bench", dims, shared_mem, args, opts)
         else:
             timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), **opts)
@@ -318,7 +326,7 @@ _STATE = driver._state     # "lost", "isolated": read per launch (driver.elsewhe
 class _Launcher:
     """``k[grid, block]``: one launch configuration, cached by the kernel (``Kernel._launchers``).
 
-    Until the kernel is loaded it launches the full way (``Kernel._run``).  Then it becomes an
+    Until the kernel is loaded it launches the full way (``Kernel.launch_raw``).  Then it becomes an
     instance of the kernel's launcher class (``_fast_launcher``), whose ``__call__`` is the
     launch plan the kernel's Packer wrote: the quick checks of each argument, the values packed
     into the kernel's one parameter buffer, and cuLaunchKernel called with ``argv``, prepared
@@ -353,12 +361,12 @@ class _Launcher:
         self.__class__ = cls
 
     def __call__(self, *args) -> None:
-        self.kernel._run(self.dims, self.shared, self.stream, args)
+        self.kernel.launch_raw(self.dims, self.shared, self.stream, args)
         if self.argv is None:
             self._prepare()
 
     def slow(self, args) -> None:
-        self.kernel._run(self.dims, self.shared, self.stream, args)
+        self.kernel.launch_raw(self.dims, self.shared, self.stream, args)
 
     def failed(self) -> None:
         """The plan's launch failed: again the full way (cuLaunchKernel with the CUkernel, in the

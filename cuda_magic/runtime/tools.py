@@ -16,9 +16,6 @@ Parsing the tools' output and the result objects are in :mod:`.reports`.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import os
 import re
 import subprocess
@@ -29,9 +26,13 @@ import threading
 from .. import settings, tools as _tools
 from ..config import Error, clip
 from ..errors import ToolNotFoundError
-from . import launcher, reports
+from . import reports
 from .args import ArgumentError
 from .driver import NoGPUError
+from .helper import specdir
+from .helper.encoding import EncodingError, encode, host_copy, library
+from .helper.program import Entry, Program
+from .helper.transport import child_env
 
 __all__ = ["write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
            "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]
@@ -66,32 +67,8 @@ def _symbol(kernel) -> str:
     return found
 
 
-def _host_copy(a):
-    """A NumPy copy of a device array (CuPy, PyTorch, Numba, anything with
-    ``__cuda_array_interface__``), after the work queued on it finished."""
-    import numpy as np
-    mod = type(a).__module__.split(".")[0]
-    if mod == "torch":
-        t = a.detach()
-        if str(t.dtype) == "torch.bfloat16":
-            import torch
-            t = t.view(torch.int16)
-        return np.ascontiguousarray(t.cpu().numpy())
-    if hasattr(a, "get") and mod == "cupy":
-        return np.ascontiguousarray(a.get())
-    if hasattr(a, "copy_to_host"):
-        return np.ascontiguousarray(a.copy_to_host())
-    cai = a.__cuda_array_interface__
-    from .driver import api, check, synchronize
-    synchronize()
-    host = np.empty(tuple(cai["shape"]), dtype=np.dtype(cai["typestr"]))
-    if host.nbytes and cai["data"][0]:
-        check(api().cuMemcpyDtoH(host.ctypes.data, cai["data"][0], host.nbytes), "copying to the host")
-    return host
-
-
 def _describe(a) -> str:
-    mod = type(a).__module__.split(".")[0]
+    mod = library(a)
     return {"cupy": "CuPy array", "torch": "PyTorch tensor"}.get(mod, type(a).__name__)
 
 
@@ -100,74 +77,57 @@ def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
     ``spec.json`` and the arguments.  Returns notes for the user (device arrays copied)."""
     import numpy as np
     r = kernel.result
-    binary = bytes(r.binary) if not isinstance(r.binary, str) else r.binary.encode()
     if len(args) != len(kernel.params):
         raise ArgumentError(f"{kernel.name}() takes {len(kernel.params)} argument"
                             f"{'s' * (len(kernel.params) != 1)} "
                             f"({', '.join(str(p) for p in kernel.params)}), got {len(args)}")
     notes: list[str] = []
+    arrays: dict = {}
     encoded = []
     for i, (p, a) in enumerate(zip(kernel.params, args)):
-        if a is None:
-            encoded.append({"kind": "null"})
-            continue
-        if (hasattr(a, "__cuda_array_interface__") or type(a).__module__.split(".")[0] == "torch"):
-            if type(a).__module__.split(".")[0] == "torch" and not getattr(a, "is_cuda", True):
-                a = a.detach().numpy()
-            else:
+        def array(a, i=i, p=p):
+            if not isinstance(a, np.ndarray):
+                device = not (library(a) == "torch" and not getattr(a, "is_cuda", True))
                 try:
-                    a = _host_copy(a)
+                    a = host_copy(a)
                 except Exception as exc:
+                    if not device:
+                        raise
                     raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': the {_describe(a)} "
                                         f"could not be copied to the host for the helper process "
                                         f"({clip(str(exc), 200)}); pass a NumPy array") from None
-                notes.append(f"'{p.name}': the {_describe(args[i])} was copied to the host for the "
-                             f"helper process; the kernel ran on that copy, your array is unchanged")
-        if isinstance(a, np.ndarray):
+                if device:
+                    notes.append(f"'{p.name}': the {_describe(args[i])} was copied to the host for "
+                                 f"the helper process; the kernel ran on that copy, your array is "
+                                 f"unchanged")
             if a.dtype.hasobject:
                 raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': an object array "
                                     f"cannot cross to the helper process")
-            name = f"arg{i}.npy"
-            np.save(os.path.join(directory, name), np.ascontiguousarray(a) if a.flags.c_contiguous
-                    or not a.size else a, allow_pickle=False)
-            encoded.append({"kind": "array", "file": name})
-        elif isinstance(a, (bytes, bytearray, memoryview)) or (
-                hasattr(a, "dtype") and getattr(a.dtype, "names", None) is not None):
-            data = a.tobytes() if hasattr(a, "tobytes") else bytes(a)
-            encoded.append({"kind": "bytes", "hex": data.hex()})
-        elif isinstance(a, (bool, int, float, str)):
-            encoded.append({"kind": "value", "value": a})
-        elif type(a).__module__ == "numpy" and hasattr(a, "item"):     # a NumPy scalar
-            encoded.append({"kind": "value", "value": a.item()})
-        else:
+            arrays[f"arg{i}.npy"] = a
+            return f"arg{i}.npy"
+        try:
+            encoded.append(encode(a, array))
+        except EncodingError:
             raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': the helper process takes "
                                 f"NumPy arrays, device arrays (copied), numbers, bytes or None, not "
-                                f"{type(a).__name__}")
-    spec = {"version": launcher.VERSION, "kernel": kernel.name, "symbol": _symbol(kernel),
-            "format": r.format, "arch": r.arch, "sha256": hashlib.sha256(binary).hexdigest(),
-            "params": [dataclasses.asdict(p) for p in kernel.params],
-            "dims": list(dims), "shared": int(shared), "args": encoded}
-    with open(os.path.join(directory, launcher.BINARY[r.format]), "wb") as f:
-        f.write(binary)
-    source = getattr(r, "source", "") or ""
-    with open(os.path.join(directory, "cell.cu"), "w", encoding="utf-8") as f:
-        f.write(source)
-    with open(os.path.join(directory, launcher.SPEC), "w", encoding="utf-8") as f:
-        json.dump(spec, f)
+                                f"{type(a).__name__}") from None
+    program = Program.of(r, {kernel.name: Entry(_symbol(kernel), kernel.params)},
+                         prefix="launcher:")
+    specdir.write(directory, program, kernel.name, dims, shared, encoded, arrays)
     return notes
 
 
 def _child(directory: str) -> tuple[list[str], dict]:
     """argv and environment of the helper process (this Python, this cuda_magic)."""
-    return [sys.executable, "-m", "cuda_magic.runtime.launcher", directory], launcher.child_env()
+    return [sys.executable, "-m", "cuda_magic.runtime.launcher", directory], child_env()
 
 
 def _need_gpu(kernel, what: str) -> None:
     from ..compile.arch import detect_arch
     from .driver import lost
-    check_arch = getattr(kernel, "_check_arch", None)
-    if check_arch is not None:
-        check_arch()            # an arch list without a build for this GPU: the launch's error
+    require_arch = getattr(kernel, "require_arch", None)
+    if require_arch is not None:
+        require_arch()          # an arch list without a build for this GPU: the launch's error
     if lost() is None and detect_arch() is None:     # after a fault there was a GPU: go on
         raise NoGPUError(f"{kernel.name}.{what}() needs a GPU: it runs the launch on one under "
                          f"{'Nsight Compute' if what == 'profile' else 'compute-sanitizer'}, and "
@@ -189,11 +149,7 @@ def _run(argv: list[str], env: dict, what: str, timeout: float) -> subprocess.Co
 
 
 def _child_result(directory: str) -> dict | None:
-    try:
-        with open(os.path.join(directory, launcher.RESULT), encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    return specdir.read_result(directory)
 
 
 # ------------------------------------------------------------------------- Nsight Compute

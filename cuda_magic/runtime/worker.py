@@ -5,23 +5,30 @@ After a kernel fault CUDA is gone for the rest of this process (see
 its own; a fault there ends only the helper, and the next launch starts a new
 one.  ``isolate()`` sends launches there from the start, for debugging a
 kernel that may fault without ever losing the notebook's CUDA.  Arguments
-cross by pickling: NumPy arrays and numbers only (device memory cannot).
+cross as :mod:`.helper.encoding` describes them, in framed pickles
+(:mod:`.helper.transport`): NumPy arrays and numbers only (device memory cannot).
+The helper's side is :mod:`.worker_main`.
 """
 
 from __future__ import annotations
 
-import io
+import atexit
+import subprocess
 import sys
 import threading
 
 from . import driver
 from .args import ArgumentError, ArgumentRangeError
 from .driver import CudaError, NoGPUError
+from .helper import encoding, transport
+from .helper.program import Entry, Program
 
-__all__ = ["isolate", "call", "stop"]
+__all__ = ["isolate", "call", "stop", "message", "MODULE"]
+
+MODULE = "cuda_magic.runtime.worker_main"
 
 _lock = threading.Lock()
-_state: dict = {"proc": None, "conn": None}
+_state: dict = {"proc": None}
 _ERRORS = {c.__name__: c for c in (ArgumentError, ArgumentRangeError, CudaError, NoGPUError,
                                    TypeError, ValueError, OverflowError)}
 
@@ -35,53 +42,67 @@ def isolate(on: bool = True) -> None:
 
 def stop() -> None:
     """End the helper process, if there is one."""
-    proc, conn = _state["proc"], _state["conn"]
-    _state["proc"] = _state["conn"] = None
-    if conn is not None:
-        conn.close()
+    proc = _state["proc"]
+    _state["proc"] = None
     if proc is not None:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
         proc.terminate()
-        proc.join(5)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
 
 
-def _start():
-    if _state["proc"] is None or not _state["proc"].is_alive():
-        import multiprocessing
-        ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="cuda-magic-launcher")
-        proc.start()
-        child.close()
-        _state["proc"], _state["conn"] = proc, parent
-    return _state["conn"]
+atexit.register(stop)      # as a daemon process would be: ended with the session
 
 
-class _Binary:
-    """What a Kernel needs of a CompilationResult, to cross the process boundary."""
+def _start() -> subprocess.Popen:
+    proc = _state["proc"]
+    if proc is None or proc.poll() is not None:
+        stop()                 # a helper that ended: its pipes closed
+        proc = _state["proc"] = transport.spawn(MODULE, transport.child_env(tool_child=False))
+    return proc
 
-    def __init__(self, key, binary, format, arch, source=""):
-        self.key, self.binary, self.format, self.arch = key, binary, format, arch
-        self.source = source
+
+def message(kernel, op: str, *payload) -> tuple:
+    """What goes to the helper for ``op`` on ``kernel``: ``(op, program, name, payload)``, the
+    launch arguments of "run" and "bench" as ``(encoded, arrays)``; an ArgumentError for an
+    argument that cannot cross (device memory)."""
+    if op in ("run", "bench"):
+        args = payload[2]
+        for p, a in zip(kernel.params, args):
+            if hasattr(a, "__cuda_array_interface__") or encoding.library(a) == "torch":
+                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
+                                    f"helper process (after a fault, or isolate()), which takes "
+                                    f"NumPy arrays and numbers, not {type(a).__name__}")
+        arrays: dict = {}
+
+        def array(a):
+            arrays[f"arg{len(arrays)}"] = a
+            return f"arg{len(arrays) - 1}"
+        encoded = tuple(encoding.encode(a, array, plain=False) for a in args)
+        payload = (*payload[:2], (encoded, arrays), *payload[3:])
+    r = kernel.result
+    program = Program.of(r, {kernel.name: Entry(kernel.symbol, kernel.params, kernel.printf)},
+                         key=r.key)
+    return (op, program, kernel.name, payload)
 
 
 def call(kernel, op: str, *payload):
     """Run ``op`` ("run", "bench", "attributes", "occupancy") for ``kernel`` in the helper
     process."""
     args = payload[2] if op in ("run", "bench") else ()
-    for p, a in zip(kernel.params, args):
-        if hasattr(a, "__cuda_array_interface__") or type(a).__module__.split(".")[0] == "torch":
-            raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a helper "
-                                f"process (after a fault, or isolate()), which takes NumPy arrays "
-                                f"and numbers, not {type(a).__name__}")
-    r = kernel.result
-    spec = (kernel.name, kernel.params, _Binary(r.key, r.binary, r.format, r.arch,
-                                                getattr(r, "source", "")),
-            kernel.symbol, kernel.printf)
+    sent = message(kernel, op, *payload)
     with _lock:
-        conn = _start()
+        proc = _start()
         try:
-            conn.send((op, spec, payload))
-            status, value = conn.recv()
+            transport.send(proc.stdin.fileno(), sent)
+            status, value = transport.recv(proc.stdout.fileno())
         except (EOFError, OSError) as exc:
             stop()
             raise CudaError(f"the helper process that launches kernels died ({exc!r}); the next "
@@ -94,49 +115,10 @@ def call(kernel, op: str, *payload):
         for i, a in arrays:
             args[i][...] = a
         return result
-    name, message, out, sticky = value
+    name, message_, out, sticky = value
     if out:
         sys.stdout.write(out)
     if sticky:
         stop()
-        message += (" [in the helper process, which ended; the next launch starts a new one]")
-    raise _ERRORS.get(name, RuntimeError)(message)
-
-
-def _serve(conn) -> None:  # the helper process
-    import numpy as np
-
-    from .kernel import Kernel
-    kernels: dict = {}
-    while True:
-        try:
-            op, spec, payload = conn.recv()
-        except (EOFError, OSError):
-            return
-        out, saved = io.StringIO(), sys.stdout
-        sys.stdout = out
-        try:
-            name, params, binary, symbol, printf = spec
-            k = kernels.get((binary.key, name))
-            if k is None:
-                k = kernels[(binary.key, name)] = Kernel(name, params, binary, symbol, printf)
-            arrays = []
-            if op == "run":
-                dims, shared, args = payload
-                k._run(dims, shared, 0, args)
-                arrays = [(i, a) for i, (p, a) in enumerate(zip(params, args))
-                          if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
-                result = None
-            elif op == "bench":
-                dims, shared, args, options = payload     # options: bench.options(...)
-                result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options)
-            elif op == "occupancy":
-                result = k.occupancy(*payload)
-            else:
-                result = k.attributes
-            sys.stdout = saved
-            conn.send(("ok", (result, out.getvalue(), arrays)))
-        except BaseException as exc:
-            sys.stdout = saved
-            conn.send(("err", (type(exc).__name__, str(exc), out.getvalue(),
-                               driver.lost() is not None)))
+        message_ += (" [in the helper process, which ended; the next launch starts a new one]")
+    raise _ERRORS.get(name, RuntimeError)(message_)

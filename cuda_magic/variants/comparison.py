@@ -24,9 +24,11 @@ from . import numbers
 from ..inspect import diff
 from ..compile.arch import detect_arch
 from ..compile.backends import CompileError
-from ..compile.backends.limits import parallel
+from ..compile.parallel import parallel
 from ..config import ConfigError, Error, quote, validate
 from ..runtime import synchronize
+from ..runtime.helper.encoding import host_copy, library
+from ..runtime.outputs import array_diffs
 from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
 
 __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
@@ -43,12 +45,8 @@ def _is_array(obj) -> bool:
     return isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__")
 
 
-def _library(obj) -> str:
-    return type(obj).__module__.split(".", 1)[0]
-
-
 def _copy(obj):
-    if _library(obj) == "torch":
+    if library(obj) == "torch":
         return obj.clone()
     if hasattr(obj, "copy"):
         return obj.copy()
@@ -57,16 +55,10 @@ def _copy(obj):
 
 
 def _host(name: str, obj) -> np.ndarray:
-    if isinstance(obj, np.ndarray):
-        return obj
-    lib = _library(obj)
-    if lib == "torch":
-        t = obj.detach().cpu()
-        return (t.float() if str(t.dtype) == "torch.bfloat16" else t).numpy()
-    if lib == "cupy":
-        return obj.get()
+    """``obj`` on the host as the numbers it holds (:func:`~cuda_magic.runtime.helper.encoding.host_copy`
+    with ``values=True``: a bfloat16 tensor as float32 values), or a RunError naming the array."""
     try:
-        return np.asarray(obj)
+        return host_copy(obj, values=True)
     except Exception as exc:
         raise RunError(f"cannot read array {name!r} ({type(obj).__name__}) back to compare it: "
                        f"{exc}") from None
@@ -74,7 +66,7 @@ def _host(name: str, obj) -> np.ndarray:
 
 def _like(obj, values: np.ndarray):
     """``values`` as an array of ``obj``'s library, on ``obj``'s device."""
-    lib = _library(obj)
+    lib = library(obj)
     if lib == "torch":
         import torch
         return torch.as_tensor(values, device=obj.device)
@@ -206,7 +198,7 @@ class Comparison:
     ``names`` lists the variants, the first is the baseline; ``modules[name]``
     is that variant's :class:`~cuda_magic.Module`; ``instructions(name,
     kernel)`` its SASS lines, ``ftz(name, kernel)`` the ``.FTZ`` count;
-    ``numbers`` the :class:`~cuda_magic.variants.numbers.ArrayDiff` rows (None when
+    ``numbers`` the :class:`~cuda_magic.runtime.outputs.ArrayDiff` rows (None when
     nothing ran, ``note`` says why); ``outputs[name][array]`` the arrays after
     each variant ran.  ``toggled(name, on)`` is the same comparison with the
     last variant's toggle changed (recompiled through the cache).
@@ -312,7 +304,7 @@ class Comparison:
             return None
         rows = []
         for array in self.runner.outputs(self.outputs):
-            rows += numbers.array_diffs(array, {v: out[array] for v, out in self.outputs.items()},
+            rows += array_diffs(array, {v: out[array] for v, out in self.outputs.items()},
                                         self.baseline)
         return rows
 

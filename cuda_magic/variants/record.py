@@ -1,8 +1,8 @@
 """``--run`` recorded, not run: while it is evaluated for a candidate, each kernel it names is
 a :class:`Recorder` that notes grid, block, shared memory and arguments instead of launching;
-:class:`Runs` turns the notes into :class:`~cuda_magic.runtime.sweep.Launch` rows, with the
-arrays by name (host copies made once per sweep) and the outputs (arrays at non-const
-pointers)."""
+:class:`Runs` turns the notes into :class:`~cuda_magic.runtime.sweep.Launch` rows (arguments
+as :mod:`cuda_magic.runtime.helper.encoding` describes them), with the arrays by name (host
+copies made once per sweep) and the outputs (arrays at non-const pointers)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from typing import Mapping
 import numpy as np
 
 from ..config import clip, quote
-from ..runtime import sweep
+from ..runtime.helper.encoding import EncodingError, encode, host_copy
 from ..runtime.kernel import _dims
-from .comparison import _host, _is_array, parse_run
+from ..runtime.sweep import Launch
+from .comparison import _is_array, parse_run
 from .space import TuneRunError, label
 
 __all__ = ["Recorder", "Runs"]
@@ -77,8 +78,7 @@ class Runs:
             if isinstance(obj, np.ndarray):
                 self.arrays[name] = np.ascontiguousarray(obj)
             else:
-                from ..runtime.tools import _host_copy
-                self.arrays[name] = _host_copy(obj)
+                self.arrays[name] = host_copy(obj)
         return self.arrays[name]
 
     def record(self, values: Mapping, kernels: Mapping) -> list:
@@ -102,36 +102,39 @@ class Runs:
         return sink
 
     def encode(self, index: int, sink: list):
-        """The recorded launches as :class:`sweep.Launch` rows, this job's own arrays, the
-        output names and the kernels used (python name -> Kernel)."""
+        """The recorded launches as :class:`~cuda_magic.runtime.sweep.Launch` rows, this job's own
+        arrays, the output names and the kernels used (python name -> Kernel)."""
         launches, own, outputs, used = [], {}, [], {}
         for li, (name, kernel, dims, shared, args) in enumerate(sink):
             used[name] = kernel
             encoded = []
             for ai, (p, a) in enumerate(zip(kernel.params, args)):
-                if a is None:
-                    encoded.append(("null",))
-                    continue
-                if _is_array(a) or (type(a).__module__.split(".")[0] == "torch"):
+                def array(a, li=li, ai=ai, p=p):
                     name_ = self.originals.get(id(a))
                     if name_ is not None:
                         self.host(name_, a)
                     else:
                         name_ = f"_launch{li}_arg{ai}"
-                        own[name_] = _host(name_, a) if not isinstance(a, np.ndarray) else a.copy()
-                    encoded.append(("array", name_))
+                        own[name_] = _own_copy(name, p.name, a)
                     if (p.pointer or p.reference) and not p.const and name_ not in outputs:
                         outputs.append(name_)
-                elif isinstance(a, (bytes, bytearray, memoryview)):
-                    encoded.append(("bytes", bytes(a)))
-                elif isinstance(a, (bool, int, float)) or (type(a).__module__ == "numpy"
-                                                           and hasattr(a, "item")):
-                    encoded.append(("value", a.item() if hasattr(a, "item") else a))
-                else:
+                    return name_
+                try:
+                    encoded.append(encode(a, array))
+                except EncodingError:
                     raise TuneRunError(f"{name}(): parameter '{p.name}': a sweep takes arrays, "
-                                       f"numbers, bytes or None, not {type(a).__name__}")
-            launches.append(sweep.Launch(name, tuple(dims), int(shared), tuple(encoded)))
+                                       f"numbers, bytes or None, not {type(a).__name__}") from None
+            launches.append(Launch(name, tuple(dims), int(shared), tuple(encoded)))
         return tuple(launches), own, tuple(outputs), used
 
 
-# ---------------------------------------------------------------------------- checking outputs
+def _own_copy(kernel: str, param: str, a) -> np.ndarray:
+    """A job's own copy of an array ``--run`` made on the fly (raw bits: the helper launches on
+    it), or a TuneRunError naming the parameter."""
+    if isinstance(a, np.ndarray):
+        return a.copy()
+    try:
+        return host_copy(a)
+    except Exception as exc:
+        raise TuneRunError(f"{kernel}(): parameter '{param}': cannot copy its "
+                           f"{type(a).__name__} to the host: {exc}") from None

@@ -44,11 +44,14 @@ import numpy as np
 from .. import cell
 from ..compile.arch import detect_arch, gpu_archs, pick_arch
 from ..compile.backends import CompileError
-from ..compile.backends.limits import WORKERS, cancellable, tick
+from ..compile.parallel import WORKERS, cancellable, tick
 from ..config import ConfigError, clip, quote, validate
 from ..runtime import bench as _bench
 from ..runtime import sweep
-from .comparison import _host, _is_array
+from ..runtime.outputs import check as check_outputs, references
+from ..runtime.helper.program import Entry, Program
+from ..runtime.helper.encoding import host_copy
+from .comparison import _is_array
 from .record import Runs
 from .writeback import write_back
 from .space import (MAX_CANDIDATES, Parameter, Recipe, TuneError, TuneRunError, c_text, classify,
@@ -356,7 +359,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     ``compile_only``: stop after pruning (no GPU needed).  ``min_occupancy``: prune below
     this fraction of the SM's warps; spilling candidates are pruned unless ``keep_spills``.
     ``reference``: the expected arrays (``{name: array}``, or one array when ``run`` has one
-    output); default: the first candidate that ran.  ``rtol``/``atol``: see :func:`cuda_magic.runtime.sweep.differs`.
+    output); default: the first candidate that ran.  ``rtol``/``atol``: see
+    :func:`cuda_magic.runtime.outputs.differs`.
     ``repeat``/``warmup``/``flush``/``graph``: as ``k.bench``.  ``nbytes``/``flops``: per
     candidate, numbers or expressions over the space's names (``"2*M*N*K"``), for GB/s and
     TFLOP/s.  ``gpus``: device ordinals (default: every GPU that runs the build);
@@ -529,10 +533,9 @@ def _job(c: Candidate, runs: Runs, bench_opts: dict, timeout: float) -> sweep.Jo
         c.status, c.reason = "error", ("--run launches kernels of different builds of the cell "
                                        "(per-kernel //| blocks): tune one build at a time")
         return None
-    binary = first.binary.encode() if isinstance(first.binary, str) else bytes(first.binary)
-    return sweep.Job(c.index, binary, first.format, first.arch,
-                     {n: (k.symbol, k.params) for n, k in used.items()}, launches, outputs, own,
-                     bench_opts, timeout)
+    program = Program.of(first, {n: Entry(k.symbol, k.params) for n, k in used.items()},
+                         prefix="sweep:", source=False)
+    return sweep.Job(c.index, program, launches, outputs, own, bench_opts, timeout)
 
 
 def _build(source, layer, session, preset, instantiate, force, recipe: Recipe):
@@ -544,14 +547,25 @@ def _build(source, layer, session, preset, instantiate, force, recipe: Recipe):
 
 
 def _reference(reference):
+    """The expected arrays on the host as the bits the helpers send back (a bfloat16 tensor as
+    ``int16``: :func:`~cuda_magic.runtime.helper.encoding.host_copy`), so like is judged with
+    like."""
     if reference is None:
         return None
     if isinstance(reference, Mapping):
-        return {str(k): np.asarray(_host(str(k), v)) for k, v in reference.items()}
+        return {str(k): _bits(str(k), v) for k, v in reference.items()}
     if _is_array(reference):
-        return {"": np.asarray(_host("reference", reference))}
+        return {"": _bits("reference", reference)}
     raise TuneError(f"--reference (reference=) takes {{array name: expected array}} or one array, not "
                     f"{type(reference).__name__}")
+
+
+def _bits(name: str, a) -> np.ndarray:
+    try:
+        return np.asarray(host_copy(a))
+    except Exception as exc:
+        raise TuneError(f"--reference: cannot read array {name!r} ({type(a).__name__}) to the "
+                        f"host: {exc}") from None
 
 
 def _amount(value, values: Mapping, namespace: Mapping, what: str) -> float | None:
@@ -632,8 +646,8 @@ class _Judge:
                 return
             expected = {next(iter(outs)): expected[""]}
         if self.refs is None or set(self.refs) != set(expected):
-            self.refs = sweep.references(expected, self.rtol, self.atol)
-        self._verdict(c, sweep.check(outs, self.refs))
+            self.refs = references(expected, self.rtol, self.atol)
+        self._verdict(c, check_outputs(outs, self.refs))
 
     @staticmethod
     def _verdict(c: Candidate, wrong: str | None) -> None:

@@ -342,35 +342,36 @@ def test_bench_in_the_helper_process_sends_the_options(scale, monkeypatch):
 
 
 def test_helper_process_unpacks_the_options(scale, monkeypatch):
-    """The helper's side: ``_serve`` calls ``Kernel.bench`` with the options as keywords."""
-    from cuda_magic.runtime import kernel as kernel_module
+    """The helper's side: ``worker_main.serve`` calls ``Kernel.bench`` with the options as
+    keywords, on the arguments rebuilt from the message ``worker.message`` makes."""
+    import os
+    import numpy as np
+    from cuda_magic.runtime import kernel as kernel_module, worker_main
+    from cuda_magic.runtime.helper import transport
     seen = {}
 
     def fake_bench(self, grid, block, *args, **kw):
         seen.update(grid=grid, block=block, args=args, kw=kw)
         return Timing.from_samples([1.0], self.name)
     monkeypatch.setattr(kernel_module.Kernel, "bench", fake_bench)
-    r = scale.result
-    spec = (scale.name, scale.params, worker._Binary(r.key, r.binary, r.format, r.arch, r.source),
-            None, False)
     opts = options(repeat=5, graph=3)
-    replies = []
-
-    class Conn:
-        def __init__(self):
-            self.inbox = [("bench", spec, ((2, 1, 1, 32, 1, 1), 0, (None, None, 1.0, 4), opts))]
-
-        def recv(self):
-            if not self.inbox:
-                raise EOFError
-            return self.inbox.pop()
-
-        def send(self, msg):
-            replies.append(msg)
-    worker._serve(Conn())
-    assert replies[0][0] == "ok", replies
+    x = np.arange(4, dtype=np.float32)
+    sent = worker.message(scale, "bench", (2, 1, 1, 32, 1, 1), 0, (x, None, 1.0, 4), opts)
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    transport.send(from_parent, sent)
+    os.close(from_parent)                       # then the input ends: serve returns
+    worker_main.serve(to_child, from_child)
+    os.close(from_child)
+    status, (result, printed, arrays) = transport.recv(to_parent)
+    assert status == "ok" and result.kernel == "scale" and arrays == []
     assert seen["grid"] == (2, 1, 1) and seen["block"] == (32, 1, 1)
     assert seen["kw"] == {"shared_mem": 0, **opts}
+    assert seen["args"][1:] == (None, 1.0, 4) and np.array_equal(seen["args"][0], x)
+    with pytest.raises(EOFError):
+        transport.recv(to_parent)
+    os.close(to_child)
+    os.close(to_parent)
 
 
 # ---- without a GPU ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 
 import cuda_magic
 from cuda_magic.variants import comparison, numbers
+from cuda_magic.runtime.outputs import array_diffs, subnormal
 from cuda_magic.inspect import diff
 from cuda_magic.config import ConfigError
 from cuda_magic.display import compare as view
@@ -354,7 +355,7 @@ def test_denormals_span_the_interesting_values():
         x = cuda_magic.denormals(300, dtype)
         info = np.finfo(dtype)
         assert x.dtype == np.dtype(dtype) and x.size == 300
-        sub = numbers.subnormal(x)
+        sub = subnormal(x)
         assert sub.sum() > 100 and (x < 0).sum() > 100
         assert info.tiny in x and -info.tiny in x and info.smallest_subnormal in x
         assert np.signbit(x[1]) and x[1] == 0 and x[0] == 0
@@ -382,15 +383,15 @@ def test_ulp_distance():
 
 def test_array_diffs_count_flushes_and_ulps():
     x = cuda_magic.denormals(64)
-    flushed = np.where(numbers.subnormal(x), np.copysign(f := np.float32(0), x), x).astype(np.float32)
-    base, ftz = numbers.array_diffs("y", {"ftz=false": x, "ftz=true": flushed}, "ftz=false")
+    flushed = np.where(subnormal(x), np.copysign(f := np.float32(0), x), x).astype(np.float32)
+    base, ftz = array_diffs("y", {"ftz=false": x, "ftz=true": flushed}, "ftz=false")
     assert (base.variant, base.differ, base.flushed, base.max_ulp) == ("ftz=false", 0, 0, 0)
-    n_sub = int(numbers.subnormal(x).sum())
+    n_sub = int(subnormal(x).sum())
     assert ftz.differ == n_sub and ftz.flushed == n_sub
     assert ftz.max_abs == pytest.approx(float(np.nextafter(np.finfo(f).tiny, f)))
     assert ftz.max_ulp == 2**23 - 1
     # the other way round the FTZ variant is the baseline, and the flushes are still its own
-    base, other = numbers.array_diffs("y", {"ftz=true": flushed, "ftz=false": x}, "ftz=true")
+    base, other = array_diffs("y", {"ftz=true": flushed, "ftz=false": x}, "ftz=true")
     assert base.flushed == n_sub and other.flushed == 0 and other.differ == n_sub
 
 
@@ -402,7 +403,7 @@ def test_numbers_show_in_the_report_and_plot(fresh_cache):
     assert runner.roles == {"x": "input", "y": "output"}
     half = (x.astype(np.float64) * 0.5).astype(np.float32)        # what the GPU computes
     outputs = {"ftz=false": {"x": x, "y": half},
-               "ftz=true": {"x": x, "y": np.where(numbers.subnormal(half) | numbers.subnormal(x),
+               "ftz=true": {"x": x, "y": np.where(subnormal(half) | subnormal(x),
                                                    np.float32(0), half).astype(np.float32)}}
     ran = comparison.Comparison(cmp.recipe, cmp.variants, cmp.modules, runner, outputs, None)
     assert [d.name for d in ran.numbers] == ["y", "y"]

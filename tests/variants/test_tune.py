@@ -11,9 +11,10 @@ from cuda_magic.cell import CellError, parse_cell
 from cuda_magic.variants import record, tune as tune_mod
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
-from cuda_magic.runtime.sweep import differs
+from cuda_magic.runtime.outputs import differs
 from cuda_magic.compile.arch import gpu_archs
 from cuda_magic.runtime import driver
+from cuda_magic.runtime.helper.program import Program
 from cuda_magic.variants.tune import Candidate, tune
 from cuda_magic.variants.writeback import write_back
 
@@ -321,13 +322,13 @@ def test_ctrl_c_gives_up_the_builds(monkeypatch):
     import signal
     import threading
     import time
-    from cuda_magic.compile.backends import limits
+    from cuda_magic.compile import parallel
     seen, ran_out = threading.Event(), threading.Event()
 
     def slow(*args):
         end = time.monotonic() + 10
         while time.monotonic() < end:
-            if limits.cancelled():      # what nvcc's wait checks: its process group is killed
+            if parallel.cancelled():      # what nvcc's wait checks: its process group is killed
                 seen.set()
                 return None, "cancelled"
             time.sleep(0.02)
@@ -360,14 +361,18 @@ def test_a_job_is_plain_data_with_the_exact_binary():
     c = t.candidates[1]
     assert c.launches[0][2] == (1, 1, 1, 128, 1, 1)        # cdiv(1000, 8 * 128) blocks
     job = tune_mod._job(c, runs, bench.options(repeat=5), 30.0)
-    assert job.binary == bytes(c.module.result_of("scale<8>").binary)
-    assert job.kernels["scale"][0] == c.module["scale<8>"].symbol
+    assert job.program.binary == bytes(c.module.result_of("scale<8>").binary)
+    assert job.program.key.startswith("sweep:")
+    assert job.program.kernels["scale"].symbol == c.module["scale<8>"].symbol
     (launch,) = job.launches
     assert launch.args == (("array", "x"), ("array", "y"), ("value", 2.0), ("value", 1000))
     assert job.outputs == ("y",) and job.arrays == {}       # x and y go to the helpers once
     assert set(runs.arrays) == {"x", "y"} and runs.arrays["x"] is x   # no copy of a NumPy array
     again = pickle.loads(pickle.dumps(job))                  # what crosses to a helper or a worker
-    assert again.binary == job.binary and again.launches == job.launches
+    assert again.program.binary == job.program.binary and again.launches == job.launches
+
+
+_EMPTY = Program("sweep:none", b"", "cubin", ARCH)
 
 
 def _outcome(i, status="ok", ms=1.0, outputs=None, checked=False, wrong=None):
@@ -393,7 +398,7 @@ def test_the_judge_takes_the_lowest_index_that_ran_as_reference():
     cands = t.candidates
     pool = _Pool()
     judge = tune_mod._Judge(cands, None, None, None, pool)
-    job = sweep.Job(0, b"", "cubin", ARCH, {}, (), ("y",))
+    job = sweep.Job(0, _EMPTY, (), ("y",))
     for c in cands:
         judge.expect(c, job)
     right = np.linspace(0, 1, 100, dtype=np.float32)
@@ -422,7 +427,7 @@ def test_a_given_reference_judges_the_first_candidate_too():
     right = np.ones(10, np.float32)
     judge = tune_mod._Judge(t.candidates, {"": right}, None, None, pool)
     for c in t.candidates:
-        judge.expect(c, sweep.Job(c.index, b"", "cubin", ARCH, {}, (), ("y",)))
+        judge.expect(c, sweep.Job(c.index, _EMPTY, (), ("y",)))
     assert pool.told and set(pool.told[0]) == {"y"}   # one array given: the one output
     judge.add(t.candidates[0], _outcome(0, outputs={"y": right * 2}))
     judge.add(t.candidates[1], _outcome(1, outputs={"y": right}))
@@ -432,19 +437,20 @@ def test_a_given_reference_judges_the_first_candidate_too():
 
 def test_every_output_array_is_checked_not_only_the_first():
     """Two outputs, the second one wrong: wrong, whether the reference is the first candidate's
-    outputs, one given by the user, or the helpers' own check (``sweep.check``)."""
-    from cuda_magic.runtime import sweep
+    outputs, one given by the user, or the helpers' own check (``outputs.check``)."""
+    from cuda_magic.runtime import outputs, sweep
     right = {"y": np.ones(10, np.float32), "z": np.arange(10, dtype=np.int32)}
     bad_z = {"y": right["y"].copy(), "z": right["z"] + 1}
-    refs = sweep.references(right)
-    assert sweep.check(right, refs) is None
-    assert (sweep.check(bad_z, refs) or "").startswith("z ")
-    assert (sweep.check({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("y ")
+    refs = outputs.references(right)
+    assert outputs.check(right, refs) is None
+    assert (outputs.check(bad_z, refs) or "").startswith("z ")
+    assert (outputs.check({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("y ")
+    assert outputs.check({"y": right["y"]}, refs) is None      # z not written: not judged
     for given in (None, right):
         t = tune(SCALE_T, "BM=[1, 2, 4]", arch=ARCH, compile_only=True)
         judge = tune_mod._Judge(t.candidates, given, None, None, _Pool())
         for c in t.candidates:
-            judge.expect(c, sweep.Job(c.index, b"", "cubin", ARCH, {}, (), ("y", "z")))
+            judge.expect(c, sweep.Job(c.index, _EMPTY, (), ("y", "z")))
         judge.add(t.candidates[0], _outcome(0, outputs=dict(right)))
         judge.add(t.candidates[1], _outcome(1, outputs=bad_z))
         judge.add(t.candidates[2], _outcome(2, outputs={"y": right["y"], "z": right["z"]}))

@@ -28,10 +28,6 @@ from typing import Callable, Sequence, TypeVar
 
 from ... import settings
 from ..parallel import POLL, tick
-# re-exported until their importers import them from ..parallel: variants/tune.py,
-# variants/comparison.py, magics/compiling.py, tests/display/test_progress.py, test_archs.py,
-# tests/variants/test_tune.py
-from ..parallel import WORKERS, cancellable, cancelled, parallel, progress  # noqa: F401
 from .base import CompileError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for"]

@@ -1,0 +1,139 @@
+"""How a kernel's arguments are described to a helper process and rebuilt there.
+
+Each argument becomes one tuple of plain data:
+
+- ``("array", name)``: an array, sent by name beside the arguments (as NumPy, on the host);
+- ``("value", v)``: a number (or, over a pickling transport, any value the child's
+  :class:`~cuda_magic.runtime.args.Packer` judges as a notebook launch would);
+- ``("bytes", b)``: raw bytes (a struct by value, a NumPy structured scalar);
+- ``("null",)``: ``None``, a null pointer.
+
+:func:`encode` makes one, :func:`decode` rebuilds the argument from it and the arrays;
+:func:`to_json`/:func:`from_json` are the same tuples in a spec directory's ``spec.json``.
+:func:`host_copy` is the one copy of a device array to the host every helper path uses.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+__all__ = ["ARRAY", "VALUE", "BYTES", "NULL", "EncodingError", "encode", "decode", "to_json",
+           "from_json", "is_array", "library", "host_copy"]
+
+ARRAY, VALUE, BYTES, NULL = "array", "value", "bytes", "null"
+
+
+class EncodingError(ValueError):
+    """An argument no helper process can take, or an encoded argument of an unknown kind (the
+    callers say which in their own words)."""
+
+
+def library(a) -> str:
+    """The top-level module of ``a``'s type: ``numpy``, ``cupy``, ``torch``..."""
+    return type(a).__module__.split(".")[0]
+
+
+def is_array(a) -> bool:
+    """Whether ``a`` crosses as an array: NumPy, anything with ``__cuda_array_interface__``
+    (CuPy, Numba), or a PyTorch tensor on any device."""
+    import numpy as np
+    return isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__") or library(a) == "torch"
+
+
+def encode(a, array: Callable[[object], str], other: Callable | None = None, plain: bool = True):
+    """One argument as plain data (see the module's docstring).  ``array(a)`` names an array
+    (and keeps what is to be sent under that name).  ``plain``: numbers as Python numbers (a
+    NumPy scalar by its ``item()``), bytes-likes and structured scalars as ``bytes``; anything
+    else goes to ``other(a)``, or raises :class:`EncodingError` naming its type.  With
+    ``plain=False`` every argument that is neither None nor an array crosses as it is."""
+    if a is None:
+        return (NULL,)
+    if is_array(a):
+        return (ARRAY, array(a))
+    if not plain:
+        return (VALUE, a)
+    if isinstance(a, (bytes, bytearray, memoryview)) or (
+            hasattr(a, "dtype") and getattr(a.dtype, "names", None) is not None):
+        return (BYTES, a.tobytes() if hasattr(a, "tobytes") else bytes(a))
+    if type(a).__module__ == "numpy" and hasattr(a, "item"):     # a NumPy scalar
+        return (VALUE, a.item())
+    if isinstance(a, (bool, int, float, str)):
+        return (VALUE, a)
+    if other is not None:
+        return other(a)
+    raise EncodingError(type(a).__name__)
+
+
+def decode(arg, arrays: Mapping[str, object]):
+    """The argument ``arg`` describes: the array of that name, the value, the bytes, None."""
+    kind = arg[0]
+    if kind == ARRAY:
+        return arrays[arg[1]]
+    if kind in (VALUE, BYTES):
+        return arg[1]
+    if kind == NULL:
+        return None
+    raise EncodingError(f"unknown argument kind {kind!r}")
+
+
+def to_json(arg) -> dict:
+    """``arg`` as JSON data (``spec.json``): an array by its file name, bytes as hex."""
+    kind = arg[0]
+    if kind == ARRAY:
+        return {"kind": "array", "file": arg[1]}
+    if kind == BYTES:
+        return {"kind": "bytes", "hex": bytes(arg[1]).hex()}
+    if kind == NULL:
+        return {"kind": "null"}
+    if kind == VALUE:
+        return {"kind": "value", "value": arg[1]}
+    raise EncodingError(f"unknown argument kind {kind!r}")
+
+
+def from_json(d: Mapping) -> tuple:
+    """The tuple :func:`to_json` wrote."""
+    kind = d["kind"]
+    if kind == "array":
+        return (ARRAY, d["file"])
+    if kind == "bytes":
+        return (BYTES, bytes.fromhex(d["hex"]))
+    if kind == "null":
+        return (NULL,)
+    if kind == "value":
+        return (VALUE, d["value"])
+    raise EncodingError(f"unknown argument kind {kind!r}")
+
+
+def host_copy(a, values: bool = False):
+    """A NumPy copy of a device array (CuPy, PyTorch, Numba, anything with
+    ``__cuda_array_interface__``), after the work queued on it finished; a NumPy array as it is.
+
+    NumPy has no bfloat16, so a ``bfloat16`` tensor comes back one of two ways, said by the
+    caller: as its **raw bits** (``int16``, the default) or, with ``values=True``, as the
+    float32 numbers it holds (exact: every bfloat16 is a float32).  Whatever goes to a kernel
+    needs the bits: a helper's kernel reads the bytes it is given (float32 values would be
+    twice the size and other numbers), and a sweep's outputs come back from the GPU as bits
+    and are judged against references copied the same way.  A report of numbers needs the
+    values: ``%%cuda_compare`` shows max abs and ULP differences and counts subnormals, which
+    bit patterns read as integers would get wrong."""
+    import numpy as np
+    if isinstance(a, np.ndarray):
+        return a
+    mod = library(a)
+    if mod == "torch":
+        t = a.detach()
+        if str(t.dtype) == "torch.bfloat16":
+            import torch
+            t = t.float() if values else t.view(torch.int16)
+        return np.ascontiguousarray(t.cpu().numpy())
+    if hasattr(a, "get") and mod == "cupy":
+        return np.ascontiguousarray(a.get())
+    if hasattr(a, "copy_to_host"):
+        return np.ascontiguousarray(a.copy_to_host())
+    cai = a.__cuda_array_interface__
+    from ..driver import api, check, synchronize
+    synchronize()
+    host = np.empty(tuple(cai["shape"]), dtype=np.dtype(cai["typestr"]))
+    if host.nbytes and cai["data"][0]:
+        check(api().cuMemcpyDtoH(host.ctypes.data, cai["data"][0], host.nbytes), "copying to the host")
+    return host

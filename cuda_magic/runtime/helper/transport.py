@@ -1,0 +1,104 @@
+"""Framed pickles over a pipe: how the notebook and a helper process talk.
+
+Each message is one pickle behind its length (8 bytes, little-endian).  The helper is
+``python3 -m MODULE`` (:func:`spawn`) with the protocol on its stdin and stdout; in the helper
+:func:`serving` keeps the original stdout for the frames and points fd 1 at stderr, so whatever
+the kernels or libraries print cannot corrupt a frame.  :func:`recv` waits until a deadline
+if given (``TimeoutError``); a stream that ends between frames is an ``EOFError``, one that
+ends inside a frame a :class:`StreamEnded` (an ``EOFError`` too) saying how much was missing.
+
+The worker (:mod:`..worker`) and the sweep's helpers (:mod:`..sweep`) use this.  The launch
+that Nsight Compute or compute-sanitizer watches cannot: the tool starts that process itself
+and owns its stdin and stdout (its own report goes there), so it reads a spec directory
+instead (:mod:`.specdir`, the documented ``python3 -m cuda_magic.runtime.launcher SPEC_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import time
+
+from ...settings import TOOL_CHILD
+
+__all__ = ["FRAME", "StreamEnded", "send", "recv", "read", "spawn", "serving", "child_env"]
+
+FRAME = struct.Struct("<Q")
+
+
+class StreamEnded(EOFError):
+    """The stream ended inside a frame: the other end died while it was writing."""
+
+
+def send(fd: int, obj) -> None:
+    """Write ``obj`` as one frame."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(FRAME.pack(len(data)) + data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def read(fd: int, n: int, deadline: float | None, what: str = "a frame") -> bytes:
+    """Exactly ``n`` bytes (as many reads as it takes); ``TimeoutError`` past ``deadline``
+    (``time.monotonic()``), ``EOFError`` at the end of the stream before the first byte,
+    :class:`StreamEnded` after it."""
+    chunks, left = [], n
+    while left:
+        if deadline is not None:
+            wait_s = deadline - time.monotonic()
+            if wait_s <= 0 or not select.select([fd], [], [], wait_s)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            if left == n:
+                raise EOFError
+            raise StreamEnded(f"the stream ended inside {what}: {n - left} of {n} bytes came")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv(fd: int, deadline: float | None = None):
+    """The next frame's object (see :func:`read` for the errors)."""
+    head = read(fd, FRAME.size, deadline, "a frame's length")
+    (n,) = FRAME.unpack(head)
+    try:
+        body = read(fd, n, deadline)
+    except StreamEnded:
+        raise
+    except EOFError:
+        raise StreamEnded(f"the stream ended after a frame's length: 0 of {n} bytes came") from None
+    return pickle.loads(body)
+
+
+def child_env(tool_child: bool = True, **extra: str) -> dict:
+    """The environment of a helper process: this one's, with this cuda_magic first on
+    PYTHONPATH, ``settings.TOOL_CHILD`` set (unless ``tool_child=False``: the worker, whose
+    faults should still say how to find them with ``k.check``), and ``extra`` on top."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    if tool_child:
+        env[TOOL_CHILD] = "1"
+    env.update(extra)
+    return env
+
+
+def spawn(module: str, env: dict, stderr=None) -> subprocess.Popen:
+    """``python3 -m module`` with pipes on stdin and stdout (``stderr``: where its stderr goes;
+    None: this process's)."""
+    return subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=stderr, env=env)
+
+
+def serving() -> tuple[int, int]:
+    """In the helper: the protocol's (input, output) file descriptors; fd 1 now writes to
+    stderr, so nothing printed reaches the frames."""
+    out = os.dup(1)
+    os.dup2(2, 1)
+    return 0, out

@@ -1,0 +1,73 @@
+"""The worker's helper process (:mod:`.worker`): ``python3 -m cuda_magic.runtime.worker_main``.
+
+It reads ``(op, program, name, payload)`` messages (:func:`.worker.message`) from stdin and
+answers each on stdout, over :mod:`.helper.transport`: ``("ok", (result, printed, arrays))``
+(the NumPy arrays the kernel may have written, by argument index) or ``("err", (error type,
+message, printed, sticky))``, sticky when the error ended CUDA here (the notebook then ends
+this process).  It makes one Kernel per binary and kernel, over the
+:class:`~.helper.program.Program` it was sent.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from . import driver
+from .helper import encoding, transport
+from .kernel import Kernel
+
+__all__ = ["serve", "main"]
+
+
+def serve(inp: int, out: int) -> None:
+    """Answer messages from ``inp`` on ``out`` until the input ends."""
+    import numpy as np
+    kernels: dict = {}
+    while True:
+        try:
+            op, program, name, payload = transport.recv(inp)
+        except (EOFError, OSError):
+            return
+        printed, saved = io.StringIO(), sys.stdout
+        sys.stdout = printed
+        try:
+            k = kernels.get((program.key, name))
+            if k is None:
+                entry = program.kernels[name]
+                k = kernels[(program.key, name)] = Kernel(name, entry.params, program, entry.symbol,
+                                                          entry.printf)
+            arrays = []
+            if op in ("run", "bench"):
+                encoded, sent = payload[2]
+                args = tuple(encoding.decode(a, sent) for a in encoded)
+            if op == "run":
+                dims, shared = payload[:2]
+                k.launch_raw(dims, shared, 0, args)
+                arrays = [(i, a) for i, (p, a) in enumerate(zip(k.params, args))
+                          if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
+                result = None
+            elif op == "bench":
+                dims, shared, _, options = payload     # options: bench.options(...)
+                result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options)
+            elif op == "occupancy":
+                result = k.occupancy(*payload)
+            else:
+                result = k.attributes
+            sys.stdout = saved
+            transport.send(out, ("ok", (result, printed.getvalue(), arrays)))
+        except BaseException as exc:
+            sys.stdout = saved
+            transport.send(out, ("err", (type(exc).__name__, str(exc), printed.getvalue(),
+                                         driver.lost() is not None)))
+
+
+def main() -> int:
+    serve(*transport.serving())
+    return 0
+
+
+if __name__ == "__main__":
+    # run as the package's module, not as __main__, so what it pickles names cuda_magic's classes
+    from cuda_magic.runtime import worker_main as _worker_main
+    sys.exit(_worker_main.main())

@@ -35,7 +35,8 @@ import numpy as np  # noqa: E402
 from cuda_magic import build  # noqa: E402
 from cuda_magic.compile.arch import detect_arch, gpu_archs  # noqa: E402
 from cuda_magic.variants.space import classify, parse_space, recipe_of  # noqa: E402
-from cuda_magic.variants.tune import _combos, tune  # noqa: E402
+from cuda_magic.variants.candidates import points  # noqa: E402
+from cuda_magic.variants.tune import tune  # noqa: E402
 from cuda_magic.cell import parse_cell  # noqa: E402
 
 SOURCE = pathlib.Path(ROOT, "tests", "kernels", "tune", "tiled_sgemm.cu").read_text()
@@ -55,7 +56,7 @@ def compile_stage(arch: str, quick: bool) -> None:
     space = parse_space(SPACE if not quick else "BM=[32,64] BN=[32,64] TM=[8] TN=[8] BK=[8]")
     parsed = parse_cell(SOURCE)
     params = classify(space, parsed)
-    combos = _combos(params, None)
+    combos = points(params, None)
     started = time.perf_counter()
     for values in combos:
         r = recipe_of(params, values, parsed)

@@ -15,7 +15,7 @@ import enum
 import numpy as np
 
 from cuda_magic.runtime import driver
-from cuda_magic.runtime.args import natural_layout
+from cuda_magic.runtime.packer import natural_layout
 
 
 class CUresult(enum.IntEnum):

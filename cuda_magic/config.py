@@ -25,13 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, TypedDict
 
 from .errors import Error, bad_char, clip, printable, quote  # re-exported: older imports use config
+from .errors import ConfigError
 
-__all__ = [
-    "Error", "BackendConfig", "ConfigError", "Resolved", "KEYS", "LIST_KEYS", "FORMATS",
-    "DEFAULTS", "TARGET", "validate", "parse_backend_config", "resolve",
-    "canonical_json", "from_json", "register_preset", "get_preset", "list_presets",
-    "quote", "clip", "printable", "load_json", "bad_char",
-]
+# what cuda_magic exports from here (its errors are in errors.py)
+__all__ = ["BackendConfig", "Resolved", "canonical_json", "from_json", "list_presets",
+           "register_preset", "check_preset", "resolve", "validate"]
 
 
 class BackendConfig(TypedDict, total=False):
@@ -60,14 +58,6 @@ def load_json(text: str, what: str = "config") -> Any:
         _fail(f"{what} is nested too deeply")
     except ValueError as e:   # e.g. an integer longer than Python converts (4300 digits)
         _fail(f"{what} is not usable JSON ({clip(str(e).split(';')[0], 120)})")
-
-
-class ConfigError(Error, ValueError):
-    """A bad configuration; ``key`` names the offending key when there is one."""
-
-    def __init__(self, message: str, key: str | None = None):
-        super().__init__(message)
-        self.key = key
 
 
 TARGET = "cuda"

@@ -8,9 +8,16 @@ short message.  This module imports nothing from cuda-magic: every layer may use
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
-__all__ = ["Error", "BenchError", "HistoryError", "ToolNotFoundError", "printable", "clip", "quote", "bad_char", "QUOTE_LIMIT", "FRAME_LINE_LIMIT"]
+# every error a user's mistake raises (each derives from Error), all of them exported by
+# cuda_magic; the helpers below (printable, clip, quote, bad_char) are imported by name
+__all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "ToolNotFoundError",
+           "ConfigError", "CellError", "CompileError", "InputTypeError", "CompileTimeoutError",
+           "NoKernelError", "InstanceError", "BinaryFormatError", "OccupancyError",
+           "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
+           "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "SweepError",
+           "TuneError", "TuneRunError", "RunError"]
 
 
 class Error(Exception):
@@ -180,3 +187,268 @@ def bad_char(text: str) -> tuple[int, int, str] | None:
     column = at - (text.rfind("\n", 0, at) + 1) + 1
     kind = "a NUL character" if found.group() == "\0" else "a lone surrogate"
     return line, column, f"{kind} ({ascii(found.group())[1:-1]})"
+
+
+# -- configuration and cells -----------------------------------------------------------------
+
+
+class ConfigError(Error, ValueError):
+    """A bad configuration; ``key`` names the offending key when there is one."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
+
+
+class CellError(ConfigError):
+    """A problem in the cell itself; ``line`` is the cell line (1 = first line after ``%%cuda``)."""
+
+    def __init__(self, message: str, line: int | None = None, key: str | None = None):
+        super().__init__(f"cell line {line}: {message}" if line else message, key)
+        self.line = line
+
+
+class SignatureError(ValueError):
+    """A ``__global__`` declaration that cannot be parsed; ``.line`` is 1-based (or None)."""
+
+    def __init__(self, message: str, line: int | None = None):
+        if line is not None and f"line {line}" not in message:
+            message = f"line {line}: {message}"
+        super().__init__(message)
+        self.line = line
+
+
+# -- compiling -------------------------------------------------------------------------------
+
+
+class CompileError(Error, RuntimeError):
+    """The compiler rejected the source or the flags.
+
+    Carries ``log`` (the compiler's output), ``argv`` (what ran), ``source``
+    and ``compiler``; the message shows the compiler's error lines with the
+    source lines they point at.
+    """
+
+    shown = False   # set once the error was displayed in full (the %%cuda cell's error view)
+    context = ""    # e.g. "variant 'fast'" (%%cuda_compare): which build of the cell failed
+    notes: tuple[str, ...] = ()   # what cuda-magic adds: where an include was searched for, ...
+
+    def note(self, text: str) -> "CompileError":
+        """Add a line after the compiler's errors (e.g. the likely fix); returns the error itself."""
+        self.notes = (*self.notes, text)
+        self.args = (self._message(),)
+        return self
+
+    def within(self, context: str) -> "CompileError":
+        """Name which build failed (shown after the file name); returns the error itself."""
+        self.context = context
+        self.args = (self._message(),)
+        return self
+
+    @property
+    def what(self) -> str:
+        """``nvrtc failed to compile cell.cu`` (``for variant 'x'``)."""
+        return f"{self.compiler} failed to compile {self.filename}" + (
+            f" for {self.context}" if self.context else "")
+
+    def __init__(self, compiler: str, log: str, argv: Sequence[str], source: str,
+                 filename: str = "cell.cu"):
+        self.compiler, self.log, self.argv, self.source = compiler, log, tuple(argv), source
+        self.filename = filename
+        super().__init__(self._message())
+
+    def error_lines(self) -> list[tuple[int | None, str]]:
+        """``(cell line or None, message)`` for each error line in the log."""
+        out = []
+        # cudafe/NVRTC: "cell.cu(3): error: ..."; the host compiler: "cell.cu:3:10: fatal error: ..."
+        pat = re.compile(rf"^{re.escape(self.filename)}(?:\((\d+)\)|:(\d+):\d+):"
+                         r" (?:catastrophic |fatal )?error")
+        for line in self.log.splitlines():
+            m = pat.match(line)
+            if m:
+                out.append((int(m.group(1) or m.group(2)), line))
+            elif re.search(r"\b(error|fatal)\s*:", line):  # not "1 error detected"
+                out.append((None, line))
+        return out
+
+    MAX_ERRORS = 20      # compiler error lines a message shows (the log keeps them all)
+    MAX_LINE = 300       # characters of any one log or source line a message shows
+
+    def _message(self) -> str:
+        src = self.source.split("\n")
+        parts = [self.what]
+        errors = self.error_lines()
+        for lineno, text in errors[:self.MAX_ERRORS]:
+            parts.append(clip(text, self.MAX_LINE))
+            if lineno is not None and 0 < lineno <= len(src):
+                quoted = clip(src[lineno - 1].rstrip("\r"), self.MAX_LINE)
+                parts.append(f"  {lineno:>4} | {quoted}")
+        if len(errors) > self.MAX_ERRORS:
+            parts.append(f"... and {len(errors) - self.MAX_ERRORS} more errors (all in .log)")
+        if not errors:
+            tail = self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"]
+            parts.extend(clip(line, self.MAX_LINE) for line in tail)
+        return "\n".join(parts + [clip(n, 2000) for n in self.notes])
+
+    def missing_includes(self) -> list[str]:
+        """Names of ``#include``s the compiler could not find, in log order."""
+        found = re.findall(r'cannot open source file "([^"\n]+)"|fatal error: ([^:\n]+): No such file',
+                           self.log)
+        return list(dict.fromkeys(a or b for a, b in found))
+
+    def _render_traceback_(self) -> list[str]:
+        if not self.shown:
+            return super()._render_traceback_()
+        n = len(self.error_lines())
+        return [printable(f"CompileError: {self.what} ({n} error{'s' if n != 1 else ''}, shown above)")]
+
+
+class InputTypeError(Error, TypeError):
+    """A compile input of the wrong type (the source, a header's text, name expressions, a cache
+    limit); the message names the parameter."""
+
+
+class CompileTimeoutError(CompileError):
+    """A compile ran past the compile time limit (:func:`set_compile_timeout`); ``env`` is the
+    setting's environment variable, which the message names."""
+
+    def __init__(self, compiler: str, seconds: float, argv: Sequence[str], source: str,
+                 filename: str = "cell.cu", done: str = "", env: str = ""):
+        self.timeout, self.done, self.env = seconds, done, env
+        super().__init__(compiler, "", argv, source, filename)
+        self.log = self._why()
+
+    @property
+    def what(self) -> str:
+        return (f"{self.compiler} did not finish compiling {self.filename} within the compile "
+                f"time limit of {self.timeout:g} s" + (f" for {self.context}" if self.context else ""))
+
+    def _why(self) -> str:
+        return (f"{self.done}. Raise or remove the limit with cuda_magic.set_compile_timeout"
+                f"(seconds or None)" + (f" or the {self.env} environment variable." if self.env
+                                        else "."))
+
+    def _message(self) -> str:
+        return "\n".join([self.what, self._why(), *self.notes])
+
+    def error_lines(self) -> list:
+        return []
+
+    def _render_traceback_(self) -> list[str]:
+        if not self.shown:
+            return super()._render_traceback_()
+        return [f"CompileTimeoutError: {self.what} (shown above)"]
+
+
+class NoKernelError(Error, KeyError, AttributeError):
+    """No kernel by that name in a build or a ``%%cuda`` Module (``m["x"]`` and ``m.x``: a
+    ``KeyError`` and an ``AttributeError`` both); the message lists the kernels there are."""
+
+
+class InstanceError(Error, ValueError):
+    """An instance the binary does not hold, or holds ambiguously (nvcc)."""
+
+
+class LinkError(RuntimeError):
+    """The device link failed; the message holds nvJitLink's log."""
+
+
+class BinaryFormatError(Error, ValueError):
+    """The bytes are not a cubin, PTX or fatbin this module can read."""
+
+
+# -- looking inside and showing --------------------------------------------------------------
+
+
+class OccupancyError(Error, ValueError):
+    """A bad argument to the occupancy calculator; ``key`` names the parameter."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
+
+
+class OccupancyTypeError(OccupancyError, TypeError):
+    """An argument of the wrong type (e.g. a float block size)."""
+
+
+class PlotError(Error, ValueError):
+    """A plot of a sweep cannot be drawn: nothing was timed, or ``by`` is no parameter."""
+
+
+class NoMatplotlibError(PlotError, ImportError):
+    """``Tuning.plot()`` needs matplotlib."""
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+class CudaError(Error, RuntimeError):
+    """A CUDA driver call failed; ``name`` is the error's name (``CUDA_ERROR_...``)."""
+
+    def __init__(self, message: str, name: str = "", code: int = -1):
+        super().__init__(message)
+        self.name, self.code = name, code
+
+
+class NoGPUError(CudaError):
+    """Launching needs an NVIDIA GPU and driver, and there is none."""
+
+
+class ProfilerPermissionError(Error, PermissionError):
+    """Nsight Compute may not read the GPU's performance counters (``ERR_NVGPUCTRPERM``)."""
+
+
+class ToolRunError(Error, RuntimeError):
+    """The tool or the helper process failed; the message quotes what they said."""
+
+
+class NumbersError(Error, ValueError):
+    """A count or a pair of arrays these tools cannot take; the message names the parameter."""
+
+
+class DtypeError(Error, TypeError):
+    """A dtype these tools do not take (float16, float32 and float64 they do)."""
+
+
+class SweepError(Error, RuntimeError):
+    """The helper processes or the Dask cluster cannot run the jobs."""
+
+
+class SpecError(Exception):
+    """The spec directory is unreadable or the binary is not the one the spec names."""
+
+
+class EncodingError(ValueError):
+    """An argument no helper process can take, or an encoded argument of an unknown kind (the
+    callers say which in their own words)."""
+
+
+class StreamEnded(EOFError):
+    """The stream ended inside a frame: the other end died while it was writing."""
+
+
+# -- variants --------------------------------------------------------------------------------
+
+
+class TuneError(ConfigError):
+    """A bad space, ``--where``, ``--run`` or option of a sweep; ``key`` names the parameter."""
+
+
+class TuneRunError(Error, RuntimeError):
+    """The sweep could not run its candidates (``--run`` failed while recording, no GPU...)."""
+
+
+class RunError(Error):
+    """A ``run`` expression failed for one variant, or its arrays cannot be compared."""
+
+
+# -- running: arguments ----------------------------------------------------------------------
+
+
+class ArgumentError(Error, TypeError):
+    """A kernel argument of the wrong count or type; the message names the parameter."""
+
+
+class ArgumentRangeError(Error, OverflowError):
+    """A number that does not fit the parameter's declared C type."""

@@ -270,3 +270,24 @@ def test_notebook_errors_render_short(tmp_path, monkeypatch):
         if name == "python-lines":
             tb = ANSI.sub("", "\n".join(err["traceback"]))
             assert "cuda_magic.view(3)" in tb and "line_of_cell" not in tb, tb
+
+
+def test_every_error_class_is_defined_in_errors_py():
+    """One place for every error: a class deriving from an exception anywhere else in the package
+    is a second place (modules import their errors from cuda_magic/errors.py)."""
+    import ast
+    from cuda_magic import errors
+    exceptions = {n for n in dir(__builtins__ if isinstance(__builtins__, dict) else __builtins__)
+                  if n.endswith(("Error", "Exception", "Interrupt", "Exit"))} | {"Error"}
+    exceptions |= {n for n in dir(errors) if isinstance(getattr(errors, n), type)
+                   and issubclass(getattr(errors, n), BaseException)}
+    elsewhere = []
+    for path in sorted((ROOT / "cuda_magic").rglob("*.py")):
+        if path.name == "errors.py" and path.parent.name == "cuda_magic" or "thin" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                if bases & exceptions:
+                    elsewhere.append(f"{path.relative_to(ROOT)}: {node.name}")
+    assert elsewhere == []

@@ -64,3 +64,36 @@ def test_all_names_resolve_and_name_each_class_once():
     classes = [getattr(cuda_magic, n) for n in cuda_magic.__all__ if isinstance(getattr(cuda_magic, n), type)]
     twice = sorted({c.__name__ for c in classes if classes.count(c) > 1})
     assert not twice, f"classes exported under two names: {twice}"
+
+
+PARTS = ("errors", "config", "compile", "cell", "inspect", "display", "runtime", "variants")
+
+
+def test_all_is_composed_from_the_parts():
+    parts = [importlib.import_module(f"cuda_magic.{p}") for p in PARTS]
+    composed = [name for part in parts for name in part.__all__] + ["settings"]
+    assert cuda_magic.__all__ == composed
+    assert len(composed) == len(set(composed)), sorted({n for n in composed if composed.count(n) > 1})
+    for part in parts:      # what a part exports is what cuda_magic gives under that name
+        for name in part.__all__:
+            lazy = getattr(part, "_LAZY", {})
+            where = importlib.import_module(f"{part.__name__}.{lazy[name]}") if name in lazy else part
+            assert getattr(cuda_magic, name) is getattr(where, name), f"{part.__name__}.{name}"
+
+
+def test_every_error_is_exported_and_derives_from_error():
+    from cuda_magic import errors
+    classes = {n: c for n, c in vars(errors).items() if isinstance(c, type) and issubclass(c, BaseException)}
+    public = {n for n, c in classes.items() if issubclass(c, cuda_magic.Error)}
+    assert public == set(errors.__all__), public ^ set(errors.__all__)
+    assert all(n in cuda_magic.__all__ for n in public)
+
+
+def test_import_loads_neither_numpy_nor_the_lazy_modules():
+    import subprocess
+    import sys
+    code = ("import sys, cuda_magic; dir(cuda_magic); "
+            "print(sorted(m for m in sys.modules if m in ('numpy', 'cuda_magic.runtime.sweep', "
+            "'cuda_magic.variants.tune', 'cuda_magic.runtime.ncu_report', 'cuda_magic.variants.comparison')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

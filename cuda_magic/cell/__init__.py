@@ -24,19 +24,13 @@ from .module import Module, _Entry, _Families
 from .parsed import ParsedCell
 from .signature import find_kernels
 from .templates import template_hint
+from ..errors import CellError
 
-__all__ = ["CellError", "ParsedCell", "Module", "parse_cell", "line_config", "resolve_cell", "build"]
+# what cuda_magic exports from here (ParsedCell, parse_cell, resolve_cell: import them from here)
+__all__ = ["Module", "build", "line_config"]
 
 HEADER = "//|"
 MAX_SPELLING = 1000      # characters of an --instantiate spelling
-
-
-class CellError(ConfigError):
-    """A problem in the cell itself; ``line`` is the cell line (1 = first line after ``%%cuda``)."""
-
-    def __init__(self, message: str, line: int | None = None, key: str | None = None):
-        super().__init__(f"cell line {line}: {message}" if line else message, key)
-        self.line = line
 
 
 class _HeaderLoader(yaml.SafeLoader):

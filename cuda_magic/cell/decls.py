@@ -6,20 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..runtime.types import Param
+from ..errors import SignatureError
 
 __all__ = ["KernelDecl", "TemplateParam", "SignatureError", "ANONYMOUS"]
 
 ANONYMOUS = "(anonymous namespace)"    # how demangled names spell an unnamed namespace
-
-
-class SignatureError(ValueError):
-    """A ``__global__`` declaration that cannot be parsed; ``.line`` is 1-based (or None)."""
-
-    def __init__(self, message: str, line: int | None = None):
-        if line is not None and f"line {line}" not in message:
-            message = f"line {line}: {message}"
-        super().__init__(message)
-        self.line = line
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,14 @@ from .. import settings
 from .cache import Cache
 from . import headers as _headers
 from . import link as _link
-from ..config import BackendConfig, ConfigError, Error, Resolved, bad_char, get_preset, \
+from ..config import BackendConfig, ConfigError, Resolved, bad_char, get_preset, \
     parse_backend_config, quote, resolve
 from .ptxas import Resources, parse_ptxas
+from ..errors import NoKernelError
 
 __all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",
            "resolve_layers", "complete", "set_cache_dir", "set_cache_limit", "clear_cache", "cache",
            "match_symbol", "NoKernelError"]
-
-
-class NoKernelError(Error, KeyError, AttributeError):
-    """No kernel by that name in a build or a ``%%cuda`` Module (``m["x"]`` and ``m.x``: a
-    ``KeyError`` and an ``AttributeError`` both); the message lists the kernels there are."""
 
 
 NO_ARCH = ("no 'arch' is set and no GPU was found to detect one; set it, e.g. "

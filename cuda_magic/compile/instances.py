@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import Error
+from ..errors import InstanceError
 
 __all__ = ["tidy", "split", "appended", "appended_lines", "first_appended_line", "instance_of_line",
            "find", "probed", "candidates", "lowered", "before_cxx17", "InstanceError", "MARK", "PROBE"]
@@ -46,10 +46,6 @@ _SUFFIX = re.compile(r"(?<![\w.])(-?(?:0[xX][0-9a-fA-F]+|\d+))(?:[uU](?:ll|LL|l|
                      r"(?![\w.])")
 _CAST = re.compile(r"\(\s*((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)*)\s*\)\s*"
                    r"(?=-?\d)")
-
-
-class InstanceError(Error, ValueError):
-    """An instance the binary does not hold, or holds ambiguously (nvcc)."""
 
 
 def tidy(name: str) -> str:

@@ -16,14 +16,11 @@ from __future__ import annotations
 import glob
 import os
 from typing import Sequence
+from ..errors import LinkError
 
 __all__ = ["relocatable", "devrt", "link", "LinkError"]
 
 _RDC = ("-rdc=true", "--relocatable-device-code=true", "-rdc", "--relocatable-device-code")
-
-
-class LinkError(RuntimeError):
-    """The device link failed; the message holds nvJitLink's log."""
 
 
 def relocatable(flags: Sequence[str]) -> bool:

@@ -21,8 +21,8 @@ from ..errors import ShowError, ViewError
 from . import frontend, markup, registry, text
 from .content import Build, Content, Entry, argv_text, content as content_of
 
-__all__ = ["CellView", "ConfigView", "ErrorView", "HeaderView", "ShowError", "ViewError", "view",
-           "show", "lines", "WHAT"]
+# what cuda_magic exports from here (the view classes: import them from here)
+__all__ = ["view", "show", "lines"]
 
 WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source", "lines",
         "archs")

@@ -54,7 +54,7 @@ VIEWS: tuple[View, ...] = (
          ("static_sass",)),
     View("cuda_magic.compile.compiler", "CompilationResult", _CELL, "mimebundle",
          "a CompilationResult", ("static_sass",)),
-    View("cuda_magic.compile.backends.base", "CompileError", "cuda_magic.display:ErrorView",
+    View("cuda_magic.errors", "CompileError", "cuda_magic.display:ErrorView",
          "text/html", "a CompileError"),
     View("cuda_magic.variants.comparison", "Comparison", "cuda_magic.display.compare:CompareView",
          "mimebundle", "a %%cuda_compare Comparison"),

@@ -12,11 +12,11 @@ from __future__ import annotations
 from html import escape
 
 from ..config import clip, printable
-from ..errors import Error, ShowError
 from ..variants.space import c_text
 from . import markup
 from .text import table as text_table
 from .timing import _axis, duration
+from ..errors import NoMatplotlibError, PlotError, ShowError
 
 __all__ = ["TuneView", "PlotError", "header", "winner_line", "ordered", "columns", "text",
            "page", "svg", "figure", "grouping", "MAX_TEXT_ROWS"]
@@ -28,14 +28,6 @@ STATUS_STYLE = {"winner": f"color: {GREEN}; font-weight: bold", "wrong": markup.
                 "fault": markup.ERR, "timeout": markup.WARN, "error": markup.WARN,
                 "pruned": markup.DIM, "failed": markup.DIM}
 DOT = {"winner": GREEN, "wrong": RED}
-
-
-class PlotError(Error, ValueError):
-    """A plot of a sweep cannot be drawn: nothing was timed, or ``by`` is no parameter."""
-
-
-class NoMatplotlibError(PlotError, ImportError):
-    """``Tuning.plot()`` needs matplotlib."""
 
 
 # -- rows ---------------------------------------------------------------------------------------

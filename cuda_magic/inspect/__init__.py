@@ -5,5 +5,5 @@ architecture (:mod:`.occupancy`).  Lazy, and cached on the result."""
 from .disasm import (CLASSES, cubin, has_sass, machine_code, opcode_class, ptx, sass,
                    sass_text, split_sass)
 
-__all__ = ["sass", "sass_text", "ptx", "split_sass", "has_sass", "cubin",
-           "machine_code", "opcode_class", "CLASSES"]
+# what cuda_magic exports from here (the rest: import it from here or from .disasm)
+__all__ = ["sass", "sass_text", "ptx"]

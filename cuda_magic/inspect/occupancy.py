@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from ..config import Error
+from ..errors import OccupancyError, OccupancyTypeError
 
 __all__ = [
     "ARCH_LIMITS", "ArchLimits", "Occupancy", "OccupancyError", "OccupancyTypeError",
@@ -82,18 +82,6 @@ KB = 1024
 
 # Order in which tied limiters are named.
 _ORDER = ("registers", "shared memory", "barriers", "warps", "blocks")
-
-
-class OccupancyError(Error, ValueError):
-    """A bad argument to the occupancy calculator; ``key`` names the parameter."""
-
-    def __init__(self, message: str, key: str | None = None):
-        super().__init__(message)
-        self.key = key
-
-
-class OccupancyTypeError(OccupancyError, TypeError):
-    """An argument of the wrong type (e.g. a float block size)."""
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,29 @@
 Only this layer needs a driver, and only when a kernel is loaded or launched.
 """
 
-from .args import ArgumentError, ArgumentRangeError
-from .bench import BenchError, Timing
-from .driver import CudaError, NoGPUError, driver_version, lost, synchronize
-from .bench_history import History, HistoryError, clear_history, history
+from ..errors import ArgumentError, ArgumentRangeError, BenchError, CudaError, HistoryError, NoGPUError
+from .bench import Timing
+from .driver import driver_version, lost, synchronize
+from .bench_history import History, clear_history, history
 from .kernel import Kernel
 from .peaks import device_info
 from .types import SCALARS, Param, Scalar, canonical_type
 from .worker import isolate
 
-__all__ = ["ArgumentError", "ArgumentRangeError", "CudaError", "Kernel",
-           "NoGPUError", "Param", "Scalar", "SCALARS", "canonical_type", "driver_version",
-           "isolate", "lost", "synchronize", "History", "Timing", "history",
-           "BenchError", "HistoryError", "clear_history", "device_info"]
+# what cuda_magic exports from here (its errors are in errors.py; Param, Scalar, SCALARS,
+# canonical_type, driver_version: import them from here)
+__all__ = ["Kernel", "isolate", "lost", "synchronize", "Timing", "History", "history",
+           "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools"]
+
+# loaded when first used: the Nsight Compute and compute-sanitizer reports and runs, the sweeps
+_LAZY = {"Profile": "ncu_report", "Check": "sanitizer_report", "report_dir": "tools",
+         "close_pools": "sweep"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cuda_magic.runtime' has no attribute {name!r}")

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from ..errors import BenchError
 from . import driver
-from .args import release
+from .staging import release
 from .driver import NoGPUError, api, check
 from .peaks import Clocks, Device, clocks_after, device_info, flop_type, nvml_reader, read_clock
 from .stats import mean, median_ci, quartiles

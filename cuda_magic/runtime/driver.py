@@ -18,22 +18,10 @@ import sys
 import threading
 
 from ..compile.arch import detect_arch
-from ..config import Error
+from ..errors import CudaError, NoGPUError
 
 __all__ = ["CudaError", "NoGPUError", "api", "context", "check", "synchronize", "load",
            "Library", "driver_version", "lost"]
-
-
-class CudaError(Error, RuntimeError):
-    """A CUDA driver call failed; ``name`` is the error's name (``CUDA_ERROR_...``)."""
-
-    def __init__(self, message: str, name: str = "", code: int = -1):
-        super().__init__(message)
-        self.name, self.code = name, code
-
-
-class NoGPUError(CudaError):
-    """Launching needs an NVIDIA GPU and driver, and there is none."""
 
 
 _LOCK = threading.RLock()

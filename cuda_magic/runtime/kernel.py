@@ -12,7 +12,9 @@ from typing import Sequence
 from .. import settings
 from ..compile.compiler import CompilationResult
 from . import driver, worker
-from .args import ArgumentError, Packer, release
+from .args import ArgumentError
+from .packer import Packer
+from .staging import release
 from . import bench as _bench
 from .bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
 from .driver import CudaError, api, check

@@ -7,7 +7,7 @@
 (``module.cubin``, ``.fatbin`` or ``.ptx``), ``spec.json`` (kernel, symbol, parameters, launch
 dimensions, the binary's sha256) and one ``argN.npy`` per array argument.  The child checks the
 hash, loads the bytes with ``cuLibraryLoadData`` (``driver.load``), marshals the
-arguments with the same :class:`~cuda_magic.runtime.args.Packer` a notebook
+arguments with the same :class:`~cuda_magic.runtime.packer.Packer` a notebook
 launch uses, launches once and synchronises.  ``--dry-run`` stops before CUDA
 and prints what it would launch (JSON), for tests.
 

@@ -14,18 +14,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..config import Error
+from ..errors import DtypeError, NumbersError
 
 __all__ = ["Reference", "differs", "references", "check", "ulp_distance", "subnormal", "ArrayDiff",
            "array_diffs", "NumbersError", "DtypeError", "float_dtype"]
-
-
-class NumbersError(Error, ValueError):
-    """A count or a pair of arrays these tools cannot take; the message names the parameter."""
-
-
-class DtypeError(Error, TypeError):
-    """A dtype these tools do not take (float16, float32 and float64 they do)."""
 
 
 _FLOATS = {2: (np.float16, np.int16), 4: (np.float32, np.int32), 8: (np.float64, np.int64)}

@@ -24,8 +24,7 @@ import tempfile
 import threading
 
 from .. import settings, tools as _tools
-from ..config import Error, clip
-from ..errors import ToolNotFoundError
+from ..config import clip
 from . import reports
 from .args import ArgumentError
 from .driver import NoGPUError
@@ -33,6 +32,7 @@ from .helper import specdir
 from .helper.encoding import EncodingError, encode, host_copy, library
 from .helper.program import Entry, Program
 from .helper.transport import child_env
+from ..errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError
 
 __all__ = ["write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
            "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]
@@ -41,14 +41,6 @@ SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 _TIMEOUT_S = 600.0
 _EXIT_SANITIZER = 86       # --error-exitcode: the sanitizer found errors
-
-
-class ProfilerPermissionError(Error, PermissionError):
-    """Nsight Compute may not read the GPU's performance counters (``ERR_NVGPUCTRPERM``)."""
-
-
-class ToolRunError(Error, RuntimeError):
-    """The tool or the helper process failed; the message quotes what they said."""
 
 
 # ------------------------------------------------------------------------- the launch spec

@@ -9,15 +9,18 @@ the package is not named ``compare`` because ``cuda_magic.compare`` is the funct
 from .toggles import (INPUTS, TOGGLES, Variant, default_variants, parse_variant, set_toggle, state,
                       vary, vary_archs)
 
-__all__ = ["INPUTS", "TOGGLES", "Variant", "default_variants", "parse_variant", "set_toggle",
-           "state", "vary", "vary_archs", "Comparison", "RunError", "compare", "Tuning"]
+# what cuda_magic exports from here (the toggles and variants: import them from here)
+__all__ = ["Comparison", "compare", "denormals", "ulp_distance", "Tuning", "tune"]
 
-_LAZY = {"Comparison": "comparison", "RunError": "comparison", "compare": "comparison",
-         "Recipe": "comparison", "Tuning": "tune"}    # .tune is the module; tune() lives in it
+# loaded when first used (NumPy): name -> the module that defines it.  ``tune`` is the function
+# in the module of the same name: ``cuda_magic.tune`` is the function, ``cuda_magic.variants.tune``
+# the module (this package's __getattr__ leaves that name to the import system)
+_LAZY = {"Comparison": "comparison", "compare": "comparison", "Recipe": "comparison",
+         "denormals": "numbers", "ulp_distance": "numbers", "Tuning": "tune", "tune": "tune"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
+    if name in _LAZY and name != _LAZY[name]:
         import importlib
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value

@@ -25,18 +25,15 @@ from ..inspect import diff
 from ..compile.arch import detect_arch
 from ..compile.backends import CompileError
 from ..compile.parallel import parallel
-from ..config import ConfigError, Error, quote, validate
+from ..config import ConfigError, quote, validate
 from ..runtime import synchronize
 from ..runtime.helper.encoding import host_copy, library
 from ..runtime.outputs import array_diffs
 from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
+from ..errors import RunError
 
 __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
 
-
-
-class RunError(Error):
-    """A ``run`` expression failed for one variant, or its arrays cannot be compared."""
 
 
 # ---- arrays of any library ---------------------------------------------------------------------

@@ -15,8 +15,9 @@ import yaml
 from .. import cell
 from ..cell import _HeaderLoader
 from ..cell.scan import blank
-from ..config import ConfigError, Error, Resolved, clip, quote
+from ..config import Resolved, clip, quote
 from .toggles import set_toggle
+from ..errors import TuneError, TuneRunError
 
 __all__ = ["TuneError", "TuneRunError", "parse_space", "classify", "Parameter", "Recipe", "recipe_of",
            "MAX_CANDIDATES", "MAX_VALUES", "KINDS", "label", "c_text", "load_value"]
@@ -29,14 +30,6 @@ TOGGLE_NAMES = {"ftz": "ftz", "fast_math": "fast-math", "prec_div": "prec-div",
 FLAG_NAMES = ("maxrreg", "maxrregcount", "flags", *TOGGLE_NAMES)
 KINDS = ("template", "macro", "flag", "launch")
 _NAME = re.compile(r"(-D)?([A-Za-z_]\w*)")
-
-
-class TuneError(ConfigError):
-    """A bad space, ``--where``, ``--run`` or option of a sweep; ``key`` names the parameter."""
-
-
-class TuneRunError(Error, RuntimeError):
-    """The sweep could not run its candidates (``--run`` failed while recording, no GPU...)."""
 
 
 # ---------------------------------------------------------------------------- the space

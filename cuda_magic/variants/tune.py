@@ -23,11 +23,14 @@ processes, one per GPU (:mod:`cuda_magic.runtime.sweep`), or on a Dask cluster
 (``client=``), while later candidates still compile.  Outputs are checked against the first
 candidate that ran (or ``reference``): a fast wrong kernel cannot win; a faulting one is
 recorded and the sweep goes on.
+
+This module is the driver loop (:func:`tune`) and what it returns (:class:`Tuning`); the
+candidates, their builds, pruning and bench jobs are :mod:`.candidates`, the judge of their
+outcomes :mod:`.judge`.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import itertools
 import math
@@ -36,75 +39,23 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import Mapping, Sequence
 
 from .. import cell
 from ..compile.arch import detect_arch, gpu_archs, pick_arch
 from ..compile.backends import CompileError
 from ..compile.parallel import WORKERS, cancellable, tick
-from ..config import ConfigError, clip, quote, validate
+from ..config import ConfigError, clip, validate
 from ..runtime import bench as _bench
 from ..runtime import sweep
-from ..runtime.outputs import check as check_outputs, references
-from ..runtime.helper.program import Entry, Program
-from ..runtime.helper.encoding import host_copy
-from .comparison import _is_array
+from .candidates import Candidate, after_build, amount, bench_job, kernel_names, points
+from .judge import Judge, reference_bits
 from .record import Runs
 from .writeback import write_back
-from .space import (MAX_CANDIDATES, Parameter, Recipe, TuneError, TuneRunError, c_text, classify,
-                    label, parse_space, recipe_of)
+from .space import (MAX_CANDIDATES, Parameter, Recipe, TuneError, classify, parse_space,
+                    recipe_of)
 
 __all__ = ["tune", "Tuning", "Candidate", "TuneError", "parse_space", "MAX_CANDIDATES"]
-
-
-
-@dataclass
-class Candidate:
-    """One point of the space and what became of it.
-
-    ``status``: ``winner``, ``ok`` (ran, right outputs), ``pruned`` (spills, occupancy),
-    ``failed`` (did not compile), ``wrong`` (outputs differ from the reference), ``fault``,
-    ``timeout``, ``error`` (a launch failed) or ``compiled`` (nothing ran: --compile-only or
-    no GPU); ``reason`` says why in words."""
-
-    index: int
-    params: dict
-    recipe: Recipe
-    status: str = "compiled"
-    reason: str = ""
-    module: Any = None
-    registers: int | None = None
-    spill_bytes: int | None = None
-    occupancy: float | None = None
-    limiter: str = ""
-    kernels: tuple = ()            # the kernels of its build
-    launches: Any = None           # what --run launched, as recorded
-    time_ms: float | None = None
-    outcome: Any = None
-    gbps: float | None = None
-    tflops: float | None = None
-    gpu: str = ""
-    nbytes: float | None = None    # per run of --run, for GB/s and TFLOP/s
-    flops: float | None = None
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{k}={'none' if v is None else c_text(v)}" for k, v in self.params.items())
-
-    @property
-    def ran(self) -> bool:
-        return self.status in ("ok", "winner", "wrong")
-
-    def row(self) -> dict:
-        """The candidate as a table row (plain values)."""
-        return {"#": self.index, **self.params, "registers": self.registers,
-                "spill bytes": self.spill_bytes,
-                "occupancy": None if self.occupancy is None else round(self.occupancy, 4),
-                "time ms": self.time_ms, "GB/s": self.gbps, "TFLOP/s": self.tflops,
-                "GPU": self.gpu, "status": self.status, "reason": self.reason}
 
 
 # ---------------------------------------------------------------------------- the result
@@ -210,51 +161,7 @@ class Tuning:
         return f"<Tuning {len(self.candidates)} candidates: {counts}{win}>"
 
 
-def kernel_names(c) -> dict:
-    names = dict(c.module.python_names())
-    for qualified, spelling in c.recipe.templates:
-        try:
-            names[qualified.split("::")[-1]] = c.module[spelling]
-        except Exception:
-            pass
-    return names
-
-
 # ---------------------------------------------------------------------------- the sweep
-
-def _where(text: str | None):
-    if text is None:
-        return None
-    try:
-        tree = ast.parse(text, "<--where>", "eval")
-    except SyntaxError as exc:
-        raise TuneError(f"--where {quote(text, 80)}: not a Python expression ({exc.msg})") from None
-    except ValueError as exc:
-        raise TuneError(f"--where {quote(text, 80)}: {exc}") from None
-    return compile(tree, "<--where>", "eval")
-
-
-def _combos(params: Sequence[Parameter], where: str | None) -> list[dict]:
-    """Every point of the space (``{name: value}``, in the space's order), those meeting
-    ``where`` when it is given."""
-    cond = _where(where)
-    names = [p.name for p in params]
-    combos = [dict(zip(names, values)) for values in itertools.product(*(p.values for p in params))]
-    if cond is None:
-        return combos
-    kept = []
-    for values in combos:
-        try:
-            ok = eval(cond, {"__builtins__": {"min": min, "max": max, "abs": abs}}, dict(values))
-        except Exception as exc:
-            raise TuneError(f"--where {quote(where, 80)} failed for {label(values)}: "
-                            f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
-        if ok:
-            kept.append(values)
-    if not kept:
-        raise TuneError(f"--where {quote(where, 80)} keeps none of the {len(combos)} combinations")
-    return kept
-
 
 def _options(**kw) -> dict:
     if kw["min_occupancy"] is not None:
@@ -272,48 +179,6 @@ def _options(**kw) -> dict:
         raise TuneError(f"--timeout (timeout=) {t!r}: seconds one candidate may run on its GPU, "
                         f"e.g. 60")
     return kw
-
-
-def _resources(c: Candidate, launches: Sequence | None) -> None:
-    """Registers, spills and occupancy of the kernels ``c`` launches (or all of its kernels,
-    at the space's ``block`` when it has one)."""
-    from ..inspect.occupancy import of_result
-    own = c.params.get("block")
-    own = own if isinstance(own, int) and not isinstance(own, bool) else None
-    chosen = [(k, dims, shared) for _, k, dims, shared, _ in launches] if launches else \
-        [(k, None, 0) for k in c.kernels]
-    regs, spills, occ, limiter = None, 0, None, ""
-    for k, dims, shared in chosen:
-        res = k.result.resources.get(k.symbol)
-        if res is None:
-            continue
-        regs = max(regs or 0, res.registers)
-        spills += res.spill_stores + res.spill_loads
-        block = dims[3] * dims[4] * dims[5] if dims else own
-        if block:
-            try:
-                o = of_result(k.result, k.symbol, block, shared)
-            except Exception:
-                continue
-            if occ is None or o.occupancy < occ:
-                occ, limiter = o.occupancy, o.limiter
-    c.registers = regs
-    c.spill_bytes = spills if regs is not None else None
-    c.occupancy, c.limiter = occ, limiter
-
-
-def _prune(c: Candidate, keep_spills: bool, min_occupancy: float | None) -> bool:
-    if c.spill_bytes and not keep_spills:
-        c.status, c.reason = "pruned", f"spills {c.spill_bytes} B (stores + loads)"
-        return True
-    if c.occupancy is not None and c.occupancy == 0:
-        c.status, c.reason = "pruned", f"cannot run: {c.limiter} allow 0 blocks per SM"
-        return True
-    if min_occupancy is not None and c.occupancy is not None and c.occupancy < min_occupancy:
-        c.status, c.reason = "pruned", (f"occupancy {100 * c.occupancy:.0f}% < "
-                                        f"{100 * min_occupancy:.0f}% ({c.limiter})")
-        return True
-    return False
 
 
 def _failure(exc: BaseException) -> str:
@@ -409,7 +274,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
                         f"on one (--arch {resolved.archs[0]}) and compare archs with "
                         f"%%cuda_compare --vary arch=...", "arch")
 
-    combos = _combos(params, where)
+    combos = points(params, where)
     candidates = [Candidate(i, values, recipe_of(params, values, parsed)) for i, values in enumerate(combos)]
     by_recipe: dict[Recipe, list[Candidate]] = {}
     for c in candidates:
@@ -428,12 +293,12 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
             want_gpu = False
             notes.append("no GPU here that runs this build: stopped after pruning (the bench "
                          "stage needs one)")
-    reference = _reference(reference)
+    reference = reference_bits(reference)
 
     timings: dict[str, float] = {}
     jobs: dict[int, sweep.Job] = {}
     futures: dict = {}
-    judge = _Judge(candidates, reference, opts["rtol"], opts["atol"])
+    judge = Judge(candidates, reference, opts["rtol"], opts["atol"])
     seen: set = set()               # bench futures whose outcome was taken
     compiled = 0
 
@@ -461,11 +326,11 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             for fut in done:
                 compiled += 1
-                for c in _compiled(by_recipe[build[fut]], *fut.result(), runs, keep_spills,
-                                   opts["min_occupancy"], want_gpu):
-                    c.nbytes = _amount(nbytes, c.params, namespace, "nbytes")
-                    c.flops = _amount(flops, c.params, namespace, "flops")
-                    jobs[c.index] = _job(c, runs, bench_opts, float(timeout))
+                for c in after_build(by_recipe[build[fut]], *fut.result(), runs, keep_spills,
+                                     opts["min_occupancy"], want_gpu):
+                    c.nbytes = amount(nbytes, c.params, namespace, "nbytes")
+                    c.flops = amount(flops, c.params, namespace, "flops")
+                    jobs[c.index] = bench_job(c, runs, bench_opts, float(timeout))
                     if jobs[c.index] is not None:
                         judge.expect(c, jobs[c.index])
                         futures[pool.submit(jobs[c.index])] = c
@@ -496,165 +361,9 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     return Tuning(source, params, candidates, layer, preset, texts, pool_name, notes, timings, group)
 
 
-def _compiled(group: Sequence[Candidate], module, error, runs, keep_spills: bool,
-              min_occupancy, want_gpu: bool) -> list[Candidate]:
-    """Record what one finished build gives its candidates; the ones to bench."""
-    out = []
-    for c in group:
-        c.module = module
-        if error is not None:
-            c.status, c.reason = "failed", error
-            continue
-        names = kernel_names(c)
-        c.kernels = tuple({id(k): k for k in names.values()}.values())
-        launches = None
-        if runs is not None:
-            try:
-                launches = runs.record(c.params, names)
-            except TuneRunError as exc:
-                c.status, c.reason = "error", str(exc)
-                continue
-        c.launches = launches
-        _resources(c, launches)
-        if not _prune(c, keep_spills, min_occupancy) and want_gpu:
-            out.append(c)
-    return out
-
-
-def _job(c: Candidate, runs: Runs, bench_opts: dict, timeout: float) -> sweep.Job | None:
-    """The job that replays and times ``c``'s recorded launches (None: it cannot be one)."""
-    try:
-        launches, own, outputs, used = runs.encode(c.index, c.launches)
-    except TuneRunError as exc:
-        c.status, c.reason = "error", str(exc)
-        return None
-    first = next(iter(used.values())).result
-    if any(k.result is not first for k in used.values()):
-        c.status, c.reason = "error", ("--run launches kernels of different builds of the cell "
-                                       "(per-kernel //| blocks): tune one build at a time")
-        return None
-    program = Program.of(first, {n: Entry(k.symbol, k.params) for n, k in used.items()},
-                         prefix="sweep:", source=False)
-    return sweep.Job(c.index, program, launches, outputs, own, bench_opts, timeout)
-
-
 def _build(source, layer, session, preset, instantiate, force, recipe: Recipe):
     try:
         return cell.build(source, layer, session=session, preset=preset, instantiate=instantiate,
                           force=force, adjust=recipe.adjust), None
     except (CompileError, ConfigError) as exc:
         return None, _failure(exc)
-
-
-def _reference(reference):
-    """The expected arrays on the host as the bits the helpers send back (a bfloat16 tensor as
-    ``int16``: :func:`~cuda_magic.runtime.helper.encoding.host_copy`), so like is judged with
-    like."""
-    if reference is None:
-        return None
-    if isinstance(reference, Mapping):
-        return {str(k): _bits(str(k), v) for k, v in reference.items()}
-    if _is_array(reference):
-        return {"": _bits("reference", reference)}
-    raise TuneError(f"--reference (reference=) takes {{array name: expected array}} or one array, not "
-                    f"{type(reference).__name__}")
-
-
-def _bits(name: str, a) -> np.ndarray:
-    try:
-        return np.asarray(host_copy(a))
-    except Exception as exc:
-        raise TuneError(f"--reference: cannot read array {name!r} ({type(a).__name__}) to the "
-                        f"host: {exc}") from None
-
-
-def _amount(value, values: Mapping, namespace: Mapping, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    try:
-        return float(eval(str(value), {"__builtins__": {}}, {**namespace, **values}))
-    except Exception as exc:
-        raise TuneError(f"--{what} {quote(str(value), 60)} failed for {label(values)}: "
-                        f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
-
-
-class _Judge:
-    """Each benched candidate's status from its outcome, and its outputs against the reference,
-    as the outcomes arrive: the reference is the given one, or the outputs of the lowest-index
-    candidate that ran, known once every candidate before it has its outcome."""
-
-    def __init__(self, candidates: Sequence[Candidate], reference, rtol, atol, pool=None):
-        self.by_index = {c.index: c for c in candidates}
-        self.order: list[int] = []          # the benched candidates, by index
-        self.ref = reference
-        self.rtol, self.atol = rtol, atol
-        self.pending: list[Candidate] = []  # ran, not yet checked
-        self.pool = pool                    # told the reference: helpers then check the outputs
-        self.told = False
-        self.refs = None                    # the reference, ready to check with
-
-    def expect(self, c: Candidate, job: sweep.Job) -> None:
-        self.order.append(c.index)
-        if self.ref is not None and "" in self.ref and len(self.ref) == 1 and len(job.outputs) == 1:
-            self.ref = {job.outputs[0]: self.ref[""]}      # one array given: the one output
-        self._tell()
-
-    def _tell(self) -> None:
-        if self.ref is not None and not self.told and self.pool is not None and "" not in self.ref:
-            self.pool.set_reference(self.ref, self.rtol, self.atol)
-            self.told = True
-
-    def add(self, c: Candidate, o: sweep.Outcome) -> None:
-        c.outcome, c.gpu = o, o.gpu
-        if not o.ok:
-            named = o.error and o.error not in o.message
-            c.status, c.reason = o.status, f"{o.error + ': ' if named else ''}{o.message}"
-            return
-        c.status, c.time_ms = "ok", o.median_ms
-        if o.checked:                       # its helper compared the outputs already
-            self._verdict(c, o.wrong)
-        else:
-            self.pending.append(c)
-
-    def settle(self) -> None:
-        if self.ref is None:
-            for i in sorted(self.order):
-                c = self.by_index[i]
-                if c.outcome is None:
-                    return                  # an earlier candidate may still be the reference
-                if c.status == "ok":
-                    self.ref = dict(c.outcome.outputs)
-                    c.reason = "the reference (first candidate that ran)"
-                    break
-            if self.ref is None:
-                return
-            self._tell()
-        for c in self.pending:
-            self._check(c)
-        self.pending = []
-
-    def _check(self, c: Candidate) -> None:
-        outs = c.outcome.outputs
-        expected = self.ref
-        if "" in expected and len(expected) == 1:
-            if len(outs) != 1:
-                c.status, c.reason = "error", (f"reference= is one array but --run has "
-                                               f"{len(outs)} outputs ({', '.join(outs)}): give "
-                                               f"{{name: array}}")
-                return
-            expected = {next(iter(outs)): expected[""]}
-        if self.refs is None or set(self.refs) != set(expected):
-            self.refs = references(expected, self.rtol, self.atol)
-        self._verdict(c, check_outputs(outs, self.refs))
-
-    @staticmethod
-    def _verdict(c: Candidate, wrong: str | None) -> None:
-        if wrong:
-            c.status, c.reason = "wrong", wrong
-            return
-        if c.time_ms:
-            seconds = c.time_ms / 1e3
-            c.gbps = c.nbytes / seconds / 1e9 if c.nbytes else None
-            c.tflops = c.flops / seconds / 1e12 if c.flops else None

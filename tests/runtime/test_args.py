@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cuda_magic.runtime import ArgumentError, ArgumentRangeError, Param
-from cuda_magic.runtime.args import Packer, natural_layout
+from cuda_magic.runtime.packer import Packer, natural_layout
 from cuda_magic.cell.signature import find_kernels
 
 

@@ -203,8 +203,9 @@ def test_a_bfloat16_tensor_comes_to_the_host_as_its_raw_bits(monkeypatch):
     host = encoding.host_copy(_Bf16Tensor(f32, "float32"))
     assert host.dtype == np.float32 and host.tolist() == [1.0, 2.5]
     # a sweep's reference (tune) is the same bits its helpers send back
-    from cuda_magic.variants import comparison, tune as tune_mod
-    assert tune_mod._reference({"y": _Bf16Tensor(bits)})["y"].view(np.uint16).tolist() == bits.tolist()
+    from cuda_magic.variants import comparison
+    from cuda_magic.variants.judge import reference_bits
+    assert reference_bits({"y": _Bf16Tensor(bits)})["y"].view(np.uint16).tolist() == bits.tolist()
     # a report of numbers reads the values: a comparison's arrays are float32, exactly
     values = encoding.host_copy(_Bf16Tensor(bits), values=True)
     assert values.dtype == np.float32 and values[:2].tolist() == [1.0, -2.0]

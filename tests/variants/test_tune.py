@@ -1,6 +1,7 @@
 """Sweeps without a GPU: the space, what each parameter does, candidates compiled in parallel,
 pruning with reasons, --compile-only, and the cell written back for the winner."""
 
+import importlib
 import pathlib
 
 import numpy as np
@@ -8,17 +9,21 @@ import pytest
 
 import cuda_magic
 from cuda_magic.cell import CellError, parse_cell
-from cuda_magic.variants import record, tune as tune_mod
+from cuda_magic.variants import record
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
 from cuda_magic.runtime.outputs import differs
 from cuda_magic.compile.arch import gpu_archs
 from cuda_magic.runtime import driver
 from cuda_magic.runtime.helper.program import Program
-from cuda_magic.variants.tune import Candidate, tune
+from cuda_magic.variants.candidates import Candidate, bench_job
+from cuda_magic.variants.judge import Judge
+from cuda_magic.variants.tune import tune
 from cuda_magic.variants.writeback import write_back
 
 from conftest import ARCH, HEAVY
+
+tune_mod = importlib.import_module("cuda_magic.variants.tune")   # (.tune is also the function)
 
 SGEMM = (pathlib.Path(__file__).parents[1] / "kernels" / "tune" / "tiled_sgemm.cu").read_text()
 
@@ -360,7 +365,7 @@ def test_a_job_is_plain_data_with_the_exact_binary():
     t, runs = _recorded(x, y, 1000)
     c = t.candidates[1]
     assert c.launches[0][2] == (1, 1, 1, 128, 1, 1)        # cdiv(1000, 8 * 128) blocks
-    job = tune_mod._job(c, runs, bench.options(repeat=5), 30.0)
+    job = bench_job(c, runs, bench.options(repeat=5), 30.0)
     assert job.program.binary == bytes(c.module.result_of("scale<8>").binary)
     assert job.program.key.startswith("sweep:")
     assert job.program.kernels["scale"].symbol == c.module["scale<8>"].symbol
@@ -397,7 +402,7 @@ def test_the_judge_takes_the_lowest_index_that_ran_as_reference():
     t = tune(SCALE_T, "BM=[1, 2, 4, 8]", arch=ARCH, compile_only=True)
     cands = t.candidates
     pool = _Pool()
-    judge = tune_mod._Judge(cands, None, None, None, pool)
+    judge = Judge(cands, None, None, None, pool)
     job = sweep.Job(0, _EMPTY, (), ("y",))
     for c in cands:
         judge.expect(c, job)
@@ -425,7 +430,7 @@ def test_a_given_reference_judges_the_first_candidate_too():
     t = tune(SCALE_T, "BM=[1, 2]", arch=ARCH, compile_only=True)
     pool = _Pool()
     right = np.ones(10, np.float32)
-    judge = tune_mod._Judge(t.candidates, {"": right}, None, None, pool)
+    judge = Judge(t.candidates, {"": right}, None, None, pool)
     for c in t.candidates:
         judge.expect(c, sweep.Job(c.index, _EMPTY, (), ("y",)))
     assert pool.told and set(pool.told[0]) == {"y"}   # one array given: the one output
@@ -448,7 +453,7 @@ def test_every_output_array_is_checked_not_only_the_first():
     assert outputs.check({"y": right["y"]}, refs) is None      # z not written: not judged
     for given in (None, right):
         t = tune(SCALE_T, "BM=[1, 2, 4]", arch=ARCH, compile_only=True)
-        judge = tune_mod._Judge(t.candidates, given, None, None, _Pool())
+        judge = Judge(t.candidates, given, None, None, _Pool())
         for c in t.candidates:
             judge.expect(c, sweep.Job(c.index, _EMPTY, (), ("y", "z")))
         judge.add(t.candidates[0], _outcome(0, outputs=dict(right)))

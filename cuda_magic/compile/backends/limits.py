@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, TypeVar
 
 from ... import settings
 from ..parallel import POLL, tick
-from .base import CompileError
+from ...errors import CompileTimeoutError
 
 __all__ = ["CompileTimeoutError", "set_compile_timeout", "compile_timeout", "wait_for"]
 
@@ -50,36 +50,6 @@ def compile_timeout() -> float | None:
     """The limit in force, ``settings.compile_timeout``: :func:`set_compile_timeout`'s, else
     ``$CUDA_MAGIC_COMPILE_TIMEOUT``'s (None: no limit)."""
     return settings.compile_timeout
-
-
-class CompileTimeoutError(CompileError):
-    """A compile ran past the compile time limit (:func:`set_compile_timeout`)."""
-
-    def __init__(self, compiler: str, seconds: float, argv: Sequence[str], source: str,
-                 filename: str = "cell.cu", done: str = ""):
-        self.timeout, self.done = seconds, done
-        super().__init__(compiler, "", argv, source, filename)
-        self.log = self._why()
-
-    @property
-    def what(self) -> str:
-        return (f"{self.compiler} did not finish compiling {self.filename} within the compile "
-                f"time limit of {self.timeout:g} s" + (f" for {self.context}" if self.context else ""))
-
-    def _why(self) -> str:
-        return (f"{self.done}. Raise or remove the limit with cuda_magic.set_compile_timeout"
-                f"(seconds or None) or the {ENV} environment variable.")
-
-    def _message(self) -> str:
-        return "\n".join([self.what, self._why(), *self.notes])
-
-    def error_lines(self) -> list:
-        return []
-
-    def _render_traceback_(self) -> list[str]:
-        if not self.shown:
-            return super()._render_traceback_()
-        return [f"CompileTimeoutError: {self.what} (shown above)"]
 
 
 def wait_for(work: Callable[[], T], *, timeout: float | None, on_timeout: Callable[[], BaseException],

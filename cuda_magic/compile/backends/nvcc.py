@@ -38,7 +38,7 @@ from .. import instances
 from ..headers import cutlass_dirs
 from ..parallel import POLL, Cancelled, cancelled, tick
 from .base import Backend, CompileError, Output, ptxas_joined
-from .limits import CompileTimeoutError, compile_timeout
+from .limits import ENV, CompileTimeoutError, compile_timeout
 
 FILENAME = "cell.cu"
 
@@ -142,7 +142,7 @@ def _run(argv: Sequence[str], tmp: str, source: str, box: dict | None = None) ->
             step = POLL if deadline is None else min(POLL, deadline - time.monotonic())
             if step <= 0:
                 raise CompileTimeoutError("nvcc", limit, argv, source, FILENAME,
-                                          "nvcc and the processes it started were killed")
+                                          "nvcc and the processes it started were killed", ENV)
             try:
                 out, err = proc.communicate(timeout=step)
                 break

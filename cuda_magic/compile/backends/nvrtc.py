@@ -31,7 +31,7 @@ from .. import pch as _pch
 from ..headers import toolkit_dirs
 from ..parallel import doing
 from .base import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
-from .limits import CompileTimeoutError, compile_timeout, wait_for
+from .limits import ENV, CompileTimeoutError, compile_timeout, wait_for
 
 FILENAME = "cell.cu"
 
@@ -154,7 +154,7 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
             on_timeout=lambda: CompileTimeoutError(
                 "nvrtc", limit, argv, source, FILENAME,
                 "NVRTC cannot be stopped: the compile was abandoned (it finishes in the background "
-                "and its result is discarded)"))
+                "and its result is discarded)", ENV))
     except CompileError as exc:
         raise _name_note(exc, name_expressions)
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import struct
 
-from ...errors import Error
+from ...errors import BinaryFormatError
 
 FORMATS = ("cubin", "ptx", "fatbin")
 ELF_MAGIC = b"\x7fELF"
 FATBIN_MAGIC = struct.pack("<I", 0xBA55ED50)
-
-
-class BinaryFormatError(Error, ValueError):
-    """The bytes are not a cubin, PTX or fatbin this module can read."""
 
 
 def as_bytes(binary) -> bytes:

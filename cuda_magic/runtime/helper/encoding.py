@@ -4,7 +4,7 @@ Each argument becomes one tuple of plain data:
 
 - ``("array", name)``: an array, sent by name beside the arguments (as NumPy, on the host);
 - ``("value", v)``: a number (or, over a pickling transport, any value the child's
-  :class:`~cuda_magic.runtime.args.Packer` judges as a notebook launch would);
+  :class:`~cuda_magic.runtime.packer.Packer` judges as a notebook launch would);
 - ``("bytes", b)``: raw bytes (a struct by value, a NumPy structured scalar);
 - ``("null",)``: ``None``, a null pointer.
 
@@ -16,16 +16,12 @@ Each argument becomes one tuple of plain data:
 from __future__ import annotations
 
 from typing import Callable, Mapping
+from ...errors import EncodingError
 
 __all__ = ["ARRAY", "VALUE", "BYTES", "NULL", "EncodingError", "encode", "decode", "to_json",
            "from_json", "is_array", "library", "host_copy"]
 
 ARRAY, VALUE, BYTES, NULL = "array", "value", "bytes", "null"
-
-
-class EncodingError(ValueError):
-    """An argument no helper process can take, or an encoded argument of an unknown kind (the
-    callers say which in their own words)."""
 
 
 def library(a) -> str:

@@ -17,6 +17,7 @@ import os
 
 from . import encoding
 from .program import Entry, Program
+from ...errors import SpecError
 
 __all__ = ["SPEC", "RESULT", "BINARY", "VERSION", "SpecError", "Loaded", "write", "read",
            "write_result", "read_result"]
@@ -26,10 +27,6 @@ RESULT = "result.json"
 SOURCE = "cell.cu"
 BINARY = {"cubin": "module.cubin", "fatbin": "module.fatbin", "ptx": "module.ptx"}
 VERSION = 1
-
-
-class SpecError(Exception):
-    """The spec directory is unreadable or the binary is not the one the spec names."""
 
 
 @dataclasses.dataclass

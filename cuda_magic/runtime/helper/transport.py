@@ -24,14 +24,11 @@ import sys
 import time
 
 from ...settings import TOOL_CHILD
+from ...errors import StreamEnded
 
 __all__ = ["FRAME", "StreamEnded", "send", "recv", "read", "spawn", "serving", "child_env"]
 
 FRAME = struct.Struct("<Q")
-
-
-class StreamEnded(EOFError):
-    """The stream ended inside a frame: the other end died while it was writing."""
 
 
 def send(fd: int, obj) -> None:

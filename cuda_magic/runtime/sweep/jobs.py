@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...errors import Error
 from ..helper.program import Program
+from ...errors import SweepError
 
 __all__ = ["SweepError", "Launch", "Job", "Outcome"]
-
-
-class SweepError(Error, RuntimeError):
-    """The helper processes or the Dask cluster cannot run the jobs."""
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,7 @@ def test_explicit_instantiations_are_not_new_kernels():
 
 def test_reference_param_is_a_param_not_an_error():
     # Changed: a reference used to be a SignatureError for the whole cell; it is an 8-byte
-    # address in the ABI, and the launch says what to pass (tests/runtime/test_args.py).
+    # address in the ABI, and the launch says what to pass (tests/runtime/test_packer.py).
     k = one("\n\n__global__ void k(int n,\n float& x) {}")
     assert k.params[1] == Param("x", "float", 0, False, "float& x", reference=True)
     assert k.params[1].kind == "reference" and k.params[1].size == 8

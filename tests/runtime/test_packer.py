@@ -1,4 +1,5 @@
-"""Argument marshalling by the parsed signature, on the CPU (no driver needed to pack)."""
+"""Argument marshalling by the parsed signature (runtime/packer.py and its parts values.py,
+arrays.py, staging.py), on the CPU (no driver needed to pack)."""
 
 import struct
 

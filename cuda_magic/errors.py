@@ -14,7 +14,7 @@ from typing import Any, Sequence
 # cuda_magic; the helpers below (printable, clip, quote, bad_char) are imported by name
 __all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "ToolNotFoundError",
            "ConfigError", "CellError", "CompileError", "InputTypeError", "CompileTimeoutError",
-           "NoKernelError", "InstanceError", "BinaryFormatError", "OccupancyError",
+           "NoKernelError", "KernelKeyError", "InstanceError", "BinaryFormatError", "OccupancyError",
            "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
            "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "SweepError",
            "TuneError", "TuneRunError", "RunError"]
@@ -156,20 +156,41 @@ def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
     """``value`` as a message quotes it: its repr, at most ``limit`` characters of it (a long
-    string is cut and its length noted; a deep or huge structure is abbreviated)."""
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return repr(value)
-        return f"{value[:limit]!r}... ({len(value)} characters)"
-    import reprlib
-    short = reprlib.Repr()
-    short.maxlevel, short.maxstring, short.maxother, short.maxlong = 3, limit, limit, limit
-    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 8
+    string is cut and its length noted; a deep or huge structure is abbreviated; an int past
+    Python's int->str digit limit, even inside a structure, is ``<int>``).  It never raises."""
     try:
-        text = short.repr(value)
-    except (ValueError, RecursionError, OverflowError, MemoryError):  # e.g. a 5,000-digit int
+        if isinstance(value, str):
+            if len(value) <= limit:
+                return repr(value)
+            return f"{value[:limit]!r}... ({len(value)} characters)"
+        text = _repr(limit).repr(value)
+    except Exception:                   # a repr that raises, a structure too deep to walk...
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+_REPRS: dict = {}
+
+
+def _repr(limit: int):
+    """A :class:`reprlib.Repr` that abbreviates at ``limit`` and quotes a huge int as ``<int>``."""
+    got = _REPRS.get(limit)
+    if got is None:
+        import reprlib
+
+        class Short(reprlib.Repr):
+            def repr_int(self, x, level):
+                try:
+                    return super().repr_int(x, level)
+                except ValueError:      # past sys.get_int_max_str_digits()
+                    return "<int>"
+
+        got = Short()
+        got.maxlevel, got.maxstring, got.maxother, got.maxlong = 3, limit, limit, limit
+        got.maxlist = got.maxtuple = got.maxdict = got.maxset = 8
+        if len(_REPRS) < 16:
+            _REPRS[limit] = got
+    return got
 
 
 _BAD_CHAR = re.compile("[\\x00\\ud800-\\udfff]")
@@ -343,6 +364,11 @@ class CompileTimeoutError(CompileError):
 class NoKernelError(Error, KeyError, AttributeError):
     """No kernel by that name in a build or a ``%%cuda`` Module (``m["x"]`` and ``m.x``: a
     ``KeyError`` and an ``AttributeError`` both); the message lists the kernels there are."""
+
+
+class KernelKeyError(NoKernelError, TypeError):
+    """A ``%%cuda`` Module asked for a kernel by a key that is not a str (``m[5]``, ``m[None]``):
+    a ``TypeError``, and the ``NoKernelError`` (``KeyError``) a missing name is."""
 
 
 class InstanceError(Error, ValueError):

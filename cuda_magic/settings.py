@@ -144,7 +144,7 @@ TABLE: dict[str, Setting] = {s.name: s for s in (
     Setting("pch_dir", "CUDA_MAGIC_PCH_DIR", _pch_home, _directory, doc=
             "Where the precompiled headers live (default $XDG_CACHE_HOME/cuda-magic/pch, else "
             "~/.cache/cuda-magic/pch; created 0700, used only if this user's and not writable "
-            "by others)."),
+            "by others, checked at each compile: otherwise a warning, once, and no PCH)."),
     Setting("pch_limit", "CUDA_MAGIC_PCH_LIMIT", 2 << 30, count, parse=_count_text, doc=
             "Bytes the precompiled header directory keeps (least recently used out first).  "
             "Setter: compile.pch.set_limit."),
@@ -263,11 +263,16 @@ def watch(name: str, fn: Callable[[Any], None]) -> None:
 
 
 def describe() -> str:
-    """One paragraph per setting: name, variable, default, value in force and where it is from."""
+    """One paragraph per setting: name, variable, default, value in force and where it is from
+    (a variable whose text is bad shows as ``<invalid: why>``)."""
     out = []
     for s in TABLE.values():
         default = "computed" if callable(s.default) else repr(s.default)
-        out.append(f"{s.name} = {get(s.name)!r}  ({source(s.name)}; ${s.env}; default {default}"
+        try:
+            value, where = repr(get(s.name)), source(s.name)
+        except ConfigError as exc:      # a bad variable: said, not raised (the table still prints)
+            value, where = f"<invalid: {exc}>", s.env
+        out.append(f"{s.name} = {value}  ({where}; ${s.env}; default {default}"
                    f"{'; the variable is read at import' if s.at_import else ''})\n    {s.doc}")
     return "\n".join(out)
 

@@ -10,7 +10,8 @@ from typing import Mapping, Sequence
 from ..compile.arch import detect_arch, pick_arch
 from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
 from ..compile.parallel import parallel
-from ..config import Resolved, clip
+from ..config import Resolved
+from ..errors import KernelKeyError, quote
 from ..runtime import Kernel, Param
 from . import bind
 from .bind import Binding
@@ -162,9 +163,9 @@ class Module:
         if arch is None:
             return self._of[name]
         builds = self._entries[name].archs or {self._of[name].arch: self._of[name]}
-        if arch not in builds:
-            raise NoKernelError(f"kernel {name!r} was not built for {arch!r}; it was built for "
-                                f"{', '.join(builds)}")
+        if not isinstance(arch, str) or arch not in builds:
+            raise NoKernelError(f"kernel {name!r} was not built for {quote(arch, 80)}; it was "
+                                f"built for {', '.join(builds)}")
         return builds[arch]
 
     def config_of(self, kernel: str) -> Resolved:
@@ -215,6 +216,10 @@ class Module:
         return out
 
     def _name(self, key: str) -> str:
+        if not isinstance(key, str):
+            raise KernelKeyError(f"no kernel {quote(key, 80)}: kernels are looked up by name, a "
+                                 f"str, not {type(key).__name__}; this cell has "
+                                 f"{', '.join(self.kernels) or 'none'}")
         if key in self.kernels:
             return key
         squash = re.sub(r"\s+", "", key)
@@ -227,7 +232,7 @@ class Module:
                 short.append(e.name)
         if len(short) == 1:
             return short[0]
-        raise NoKernelError(f"no kernel {clip(repr(key), 80)} in this cell; it has "
+        raise NoKernelError(f"no kernel {quote(key, 80)} in this cell; it has "
                             f"{', '.join(self.kernels) or 'none'}"
                             + (" (several match: give the qualified name or the Python name)"
                                if short else ""))

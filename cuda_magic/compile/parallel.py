@@ -6,8 +6,9 @@
   from any thread ("building a one-off precompiled header").
 - :func:`parallel`: the builds of one cell run together, a pool of threads each running a
   compile (NVRTC in the thread, nvcc as its own process); the main thread waits in short steps,
-  so Ctrl-C stops the wait at once and tells the nvcc runs to kill their process groups
-  (:func:`cancelled`, checked by nvcc's wait; :func:`cancellable` for pools of one's own).
+  so Ctrl-C stops the wait at once and tells the nvcc runs to kill their process groups and
+  the NVRTC runs to cancel (:func:`cancelled`, checked by nvcc's wait; :func:`cancel_events`,
+  by NVRTC's flow callback; :func:`cancellable` for pools of one's own).
 
 The compile time limit and the interruptible wait of one compile are
 :mod:`.backends.limits`.
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
 __all__ = ["POLL", "progress", "doing", "tick", "WORKERS", "parallel", "cancellable", "cancelled",
-           "Cancelled"]
+           "cancel_events", "Cancelled"]
 
 POLL = 0.1          # seconds between checks for Ctrl-C (and the time limit) while compiles run
 _listeners: list[Callable[[str, float], None]] = []
@@ -88,7 +89,13 @@ class Cancelled(Exception):
 
 def cancelled() -> bool:
     """Whether the builds this thread belongs to were given up (checked by nvcc's wait)."""
-    return any(event.is_set() for event in getattr(_local, "cancel", ()))
+    return any(event.is_set() for event in cancel_events())
+
+
+def cancel_events() -> tuple[threading.Event, ...]:
+    """The events that give up the builds this thread belongs to (any one set: given up), for a
+    compiler that checks them from threads of its own (NVRTC's flow callback)."""
+    return tuple(getattr(_local, "cancel", ()))
 
 
 def cancellable(cancel: threading.Event) -> Callable[[Callable[[], T]], T]:
@@ -111,8 +118,8 @@ def parallel(works: Sequence[Callable[[], T]], what: str) -> list[T]:
 
     The caller waits in steps of :data:`POLL` seconds, telling the :func:`progress`
     listeners ``what`` runs ("compiling 4 builds with nvrtc"), so Ctrl-C reaches it at once:
-    the builds not started are dropped, nvcc runs are killed, NVRTC runs finish in the
-    background and are discarded.  When builds fail, the rest still running finish and the
+    the builds not started are dropped, nvcc runs are killed, NVRTC runs are cancelled where
+    NVRTC can be (:mod:`.backends.nvrtc`; else they finish in the background and are discarded).  When builds fail, the rest still running finish and the
     error of the first failed one (in the order of ``works``) is raised.  One work runs in
     the caller's thread."""
     works = list(works)

@@ -12,26 +12,42 @@ dropped), the full argv, the in-memory headers, the user headers read and the
 toolkit, so a PCH is only ever offered to a compile it was made for.  The flag is
 in the argv that ran, and ``Output.pch`` says ``created`` or ``used``.
 
-Files live in ``settings.pch_dir`` (``$CUDA_MAGIC_PCH_DIR`` or ``~/.cache/cuda-magic/pch``: a
-0700 directory we create, or one owned by us and not writable by others); each is
-~300 MB, so the directory is capped (``settings.pch_limit``, :func:`set_limit`, default 2 GiB,
+Files live in ``settings.pch_dir`` (``$CUDA_MAGIC_PCH_DIR`` or ``~/.cache/cuda-magic/pch``).  Each
+is ~300 MB, so the directory is capped (``settings.pch_limit``, :func:`set_limit`, default 2 GiB,
 least recently used first out).  :func:`clear` empties it; ``settings.pch = False``
 (``CUDA_MAGIC_PCH=0``) turns PCH off.  See :mod:`cuda_magic.settings`.
+
+A PCH is a cache, so it trusts nothing it did not write (docs/cache.md's rules):
+
+- the directory is checked at every use like the compile cache's (ours, not writable by
+  others; one we create is 0700; a symlink to one is followed and its target checked);
+  otherwise a warning, once, and compiles go without PCH;
+- a PCH is offered to NVRTC only when its sidecar ``NAME.pch.mac`` holds an HMAC (the compile
+  cache's per-user secret) over its name and the file's identity (inode, size, modification
+  and change times) as written: a file copied or moved over the name, edited, or left by an
+  older cuda-magic is replaced, never used;
+- a fault in the store (a full disk, a directory at a file's path) degrades to compiling
+  without a PCH and says so once (:func:`say`); after a failed write no new PCH is tried in
+  that directory for the rest of the process (:func:`clear` tries again).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import os
 import re
 import stat
 import threading
+import warnings
 from typing import Mapping, Sequence
 
 from .. import settings
+from .cache import _Untrusted, _check_dir, _make_dir, _read_checked, _secret_at, _user_secret
 
-__all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage"]
+__all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage",
+           "created", "write_failed", "refused", "sign", "say", "forget", "lock"]
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
 HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
@@ -39,7 +55,10 @@ HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
          "cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h")   # these three include fp16 and bf16
 
 _LOCK = threading.Lock()       # one PCH creation at a time (the heap size is process-wide)
-_state = {"checked": None}
+_state: dict = {"no_create": None}      # a directory where writing a PCH failed (this process)
+_said: set[str] = set()                 # the problems already said (each once)
+_MAC = ".mac"                           # NAME.pch.mac: the HMAC of NAME.pch as we wrote it
+_FALLBACK_SECRET = ".pch-secret"        # in the directory, when the per-user secret can't be used
 
 
 def enabled() -> bool:
@@ -48,20 +67,32 @@ def enabled() -> bool:
 
 
 def directory() -> str | None:
-    """The PCH directory, ``settings.pch_dir`` (created 0700 on first use), or None if none can
-    be used."""
-    path = os.path.abspath(settings.pch_dir)
-    if _state["checked"] == path:
-        return path
+    """The PCH directory, ``settings.pch_dir`` (created 0700 on first use), or None if it cannot
+    be used (said once: why, like a bad compile cache directory).  Checked at every use."""
+    requested = settings.pch_dir
+    path = os.path.abspath(os.path.expanduser(requested))
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.lstat(path)
-    except OSError:
+        _make_dir(path)
+        _check_dir(path, "the directory")
+    except (OSError, _Untrusted, ValueError) as e:
+        say(f"dir:{path}", f"cuda-magic: not using {requested!r} for precompiled headers ({e}); "
+            f"compiling without them. Use a directory of your own that only you can write "
+            f"(cuda_magic.settings.pch_dir, docs/real-code.md).")
         return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-        return None       # a symlink, another user's, or writable by others: not trusted
-    _state["checked"] = path
     return path
+
+
+def say(key: str, message: str) -> None:
+    """Warn ``message`` (RuntimeWarning) once per ``key`` in this process."""
+    if key not in _said:
+        _said.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def forget() -> None:
+    """Forget the problems already said and the directory where a write failed."""
+    _said.clear()
+    _state["no_create"] = None
 
 
 def set_limit(nbytes: int) -> None:
@@ -77,17 +108,36 @@ def usage() -> tuple[int, int]:
 
 
 def clear() -> int:
-    """Remove every PCH file; returns how many."""
+    """Remove every PCH file (and its MAC); returns how many.  A directory where writing failed
+    is tried again afterwards."""
     files = _files()
     for path, _, _ in files:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _remove(path)
+    d = directory()
+    if d is not None:
+        for entry in os.scandir(d):       # MACs left without their PCH, our own temp files
+            if entry.name.endswith((".pch" + _MAC, ".tmp")) and entry.is_file(follow_symlinks=False):
+                _unlink(entry.path)
+    forget()
     return len(files)
 
 
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove(path: str) -> None:
+    """Remove a PCH of ours and its MAC (never a directory planted at its path)."""
+    if not os.path.isdir(path):
+        _unlink(path)
+    _unlink(path + _MAC)
+
+
 def _files() -> list[tuple[str, int, float]]:
+    """(path, bytes, last use) of each PCH file: last use is its MAC's modification time."""
     d = directory()
     out = []
     if d is None:
@@ -95,7 +145,11 @@ def _files() -> list[tuple[str, int, float]]:
     for entry in os.scandir(d):
         if entry.name.endswith(".pch") and entry.is_file(follow_symlinks=False):
             st = entry.stat(follow_symlinks=False)
-            out.append((entry.path, st.st_size, st.st_mtime))
+            try:
+                used = os.lstat(entry.path + _MAC).st_mtime
+            except OSError:
+                used = st.st_mtime
+            out.append((entry.path, st.st_size, used))
     return out
 
 
@@ -106,10 +160,54 @@ def _evict(keep: str | None = None) -> None:
     for path, size, _ in files:
         total += size
         if total > limit and path != keep:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            _remove(path)
+
+
+# ---- what we wrote: an HMAC over each PCH file's identity ------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def _secret(d: str) -> bytes:
+    try:
+        return _user_secret()
+    except (OSError, _Untrusted):   # no usable per-user secret: keep one in the directory
+        return _secret_at(os.path.join(d, _FALLBACK_SECRET))
+
+
+def _mac(path: str, st: os.stat_result) -> bytes:
+    who = (f"cuda-magic pch v1\0{os.path.basename(path)}\0{st.st_ino}:{st.st_size}:"
+           f"{st.st_mtime_ns}:{st.st_ctime_ns}").encode()
+    return hmac.new(_secret(os.path.dirname(path)), who, hashlib.sha256).hexdigest().encode()
+
+
+def _ours(st: os.stat_result) -> bool:
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+            and not st.st_mode & 0o022)
+
+
+def sign(path: str) -> None:
+    """Record ``path`` (a PCH just written) as ours: its MAC, written atomically beside it."""
+    st = os.lstat(path)
+    tmp = f"{path}{_MAC}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_mac(path, st))
+        os.replace(tmp, path + _MAC)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _verified(path: str) -> bool:
+    """Whether ``path`` is a PCH file we wrote, unchanged since."""
+    try:
+        st = os.lstat(path)
+        if not _ours(st):
+            return False
+        mac = _read_checked(path + _MAC, 64)
+        return hmac.compare_digest(mac, _mac(path, st))
+    except (OSError, _Untrusted):
+        return False
 
 
 # libcu++ headers that cost no more than a bare kernel to parse; a supplied standard header
@@ -159,13 +257,17 @@ def prefix(source: str) -> str:
 
 
 def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str):
-    """``(path, exists)`` of the PCH for this compile, or None when a PCH would not help."""
+    """``(path, exists)`` of the PCH for this compile, or None when a PCH would not help or
+    cannot be had (said once).  ``exists``: a PCH we wrote for exactly these inputs is there
+    (anything else at the path is replaced when the PCH is made).  A bad ``settings.pch_limit``
+    (``CUDA_MAGIC_PCH_LIMIT``) is its ConfigError, before any PCH is made."""
     if not enabled():
         return None
     head = prefix(source)
     includes = re.findall(r'#\s*include\s*[<"]([^>"]+)[>"]', head)
     if not any(heavy(name, headers) for name in includes):
         return None
+    settings.get("pch_limit")     # a bad CUDA_MAGIC_PCH_LIMIT: its ConfigError now, before a PCH
     d = directory()
     if d is None:
         return None
@@ -174,20 +276,49 @@ def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str
         h.update(part.encode())
         h.update(b"\1")
     path = os.path.join(d, h.hexdigest()[:32] + ".pch")
+    if _verified(path):
+        try:
+            os.utime(path + _MAC)       # recently used: evicted last
+        except OSError:
+            pass
+        return path, True
+    if os.path.isdir(path):
+        say(f"path:{path}", f"cuda-magic: not making the precompiled header {path}: it is a "
+            f"directory, not a regular file (not ours: left as it is); compiling without it.")
+        return None
+    if _state["no_create"] == d:       # writing failed there (said): no new PCH this session
+        return None
+    return path, False
+
+
+def created(tmp: str, path: str) -> bool:
+    """A PCH was written to ``tmp``: publish it as ``path`` (signed), keep the directory under
+    its cap.  False (said once, ``tmp`` removed) when it could not be published."""
     try:
-        st = os.lstat(path)
-        ok = stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
-    except OSError:
-        ok = False
-    if ok:
-        os.utime(path)        # recently used: evicted last
-    return path, ok
-
-
-def created(tmp: str, path: str) -> None:
-    """A PCH was written to ``tmp``: publish it as ``path``, keep the directory under its cap."""
-    os.replace(tmp, path)
+        os.replace(tmp, path)
+        sign(path)
+    except OSError as e:
+        _unlink(tmp)
+        _remove(path)
+        write_failed(os.path.dirname(path), f"{type(e).__name__}: {e.strerror or e}")
+        return False
     _evict(keep=path)
+    return True
+
+
+def write_failed(d: str, why: str) -> None:
+    """NVRTC could not write a PCH in ``d`` (a full disk, a quota): said once; no new PCH is tried
+    there for the rest of the process (:func:`clear` tries again)."""
+    _state["no_create"] = d
+    say(f"write:{d}", f"cuda-magic: could not write a precompiled header in {d} ({why}); "
+        f"compiling without one. No new precompiled headers are made there in this session "
+        f"(the ones there are still used); free space and call cuda_magic.clear_pch() to try again.")
+
+
+def refused(path: str) -> None:
+    """NVRTC would not use the PCH we wrote at ``path`` (invalid): removed, so the next compile
+    makes it again."""
+    _remove(path)
 
 
 def lock() -> threading.Lock:

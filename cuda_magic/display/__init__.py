@@ -244,7 +244,7 @@ def _entry(c: Content, kernel: str):
         if kernel in (e.name, e.symbol) or (e.kernel is not None and kernel == e.kernel.name):
             return b, e
     names = ", ".join(e.name for _, e in c.entries) or "none"
-    raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are {names}")
+    raise ShowError(f"kernel={quote(kernel, 80)}: no such kernel here; the kernels are {names}")
 
 
 def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, raw: bool = False,
@@ -272,10 +272,46 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
         cuda_magic.show(c, "sass", raw=True)  # ... with register numbers as they are
         cuda_magic.show(m, "archs")           # an arch list side by side
     """
-    if what not in (*WHAT, "numbers"):
-        raise ShowError(f"what={clip(repr(what), 80)}: choose one of {', '.join(WHAT)} (numbers: a "
+    if not isinstance(what, str) or what not in (*WHAT, "numbers"):
+        raise ShowError(f"what={quote(what, 80)}: choose one of {', '.join(WHAT)} (numbers: a "
                         f"comparison's)")
-    print(view(obj).part(what, kernel, raw=raw, block=block), file=file or sys.stdout)
+    if file is not None:
+        _writable(file)
+    out = view(obj).part(what, kernel, raw=raw, block=block)
+    if file is None:
+        print(out, file=sys.stdout)
+        return
+    encoding = getattr(file, "encoding", None)
+    try:
+        print(printable(out, encoding) if isinstance(encoding, str) else out, file=file)
+    except (TypeError, ValueError, OSError, AttributeError) as exc:
+        import io
+        why = "it is not open for writing" if isinstance(exc, io.UnsupportedOperation) else \
+            f"writing to it failed ({type(exc).__name__}: {clip(str(exc), 120)})"
+        raise ShowError(f"file={quote(file, 80)}: {why}; pass a text stream open for writing, "
+                        f"such as sys.stdout, open(path, 'w') or io.StringIO()") from None
+
+
+def _writable(file) -> None:
+    """Raise the ShowError naming ``file`` unless it looks like a text stream open for writing:
+    a ``write`` method, not a binary stream, not closed (whether it is open for writing, the
+    write says: ``writable()`` is False on text streams that only define ``write``)."""
+    import io
+    why = None
+    if not callable(getattr(file, "write", None)):
+        why = "it has no write()"
+    else:
+        try:
+            mode, closed = str(getattr(file, "mode", "")), getattr(file, "closed", False)
+        except Exception:
+            mode, closed = "", False
+        if isinstance(file, (io.RawIOBase, io.BufferedIOBase)) or "b" in mode:
+            why = "it is a binary stream (show writes text)"
+        elif closed is True:
+            why = "it is closed"
+    if why:
+        raise ShowError(f"file={quote(file, 80)}: {why}; pass a text stream open for writing, "
+                        f"such as sys.stdout, open(path, 'w') or io.StringIO()")
 
 
 def lines(obj, kernel: str | None = None):

@@ -55,6 +55,8 @@ def headline(t) -> str:
         out += f", {_num(t.gbps)} GB/s"
     if t.tflops:
         out += f", {t.tflops:.3g} TFLOP/s"
+    if t.l2.startswith("warm"):
+        out += f", L2 {t.l2.split(':')[0]}"
     return out
 
 
@@ -68,17 +70,25 @@ def notes(t) -> list[tuple[str, str]]:
     if t.graph:
         out.append(("", f"CUDA graph of {t.graph} launches per sample, no flush between them; "
                         f"per-launch time = graph time / {t.graph} (launch overhead left out)"))
+    d = t.device
     if t.flush:
-        mb = t.flush_bytes / 1e6
-        where = "each graph launch (not between its launches)" if t.graph else "each timed launch"
-        out.append(("", f"L2 flushed before {where}: a {mb:,.0f} MB memset on the same stream, "
-                        f"outside the timed events"))
+        what = (f"a {t.flush_bytes / 1e6:,.0f} MB memset on the same stream, outside the timed "
+                f"events")
+        if t.graph > 1:
+            out.append(("", f"L2 flushed before each graph launch (not between its launches): "
+                            f"{what}"))
+            fits = f" ({d.l2_bytes / 2**20:,.0f} MiB)" if d is not None else ""
+            out.append(("warn", f"L2 {t.l2}: the other {t.graph - 1} find in L2 what the launch "
+                                f"before left, so a kernel whose data fit in L2{fits} times faster "
+                                f"than cold (1.6x for a 16 MB read on an H200); graph=False times "
+                                f"every launch cold"))
+        else:
+            out.append(("", f"L2 {t.l2}, {what}"))
     else:
-        out.append(("", "L2 not flushed: data left in L2 by the launch before can make a launch "
-                        "faster than a cold one"))
+        out.append(("", f"L2 {t.l2}; data left in L2 by the launch before can make a launch "
+                        f"faster than a cold one"))
     if t.warmup:
         out.append(("", f"{t.warmup:,} warmup {'graph launches' if t.graph else 'launches'}"))
-    d = t.device
     if t.gbps and d is not None:
         out.append(("", f"bandwidth {_num(t.gbps)} GB/s = {t.gbps_of_peak:.1%} of the peak "
                         f"{_num(d.peak_gbps)} GB/s (2 × {d.mem_clock_khz / 1e3:,.0f} MHz × "
@@ -195,7 +205,7 @@ def html(t) -> str:
             ["IQR (q1–q3)", escape(_range(t.q1_ms, t.q3_ms))],
             ["min / mean / max", escape(f"{duration(t.min_ms)} / {duration(t.mean_ms)} / "
                                         f"{duration(t.max_ms)}")],
-            ["samples", str(t.n)]]
+            ["samples", str(t.n)], ["L2", escape(t.l2)]]
     if t.gbps:
         frac = f" ({t.gbps_of_peak:.1%} of peak)" if t.gbps_of_peak else ""
         rows.append(["GB/s", escape(f"{_num(t.gbps)}{frac}")])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Sequence
 
-from ..errors import BenchError
+from ..errors import BenchError, quote
 from . import driver
 from .staging import release
 from .driver import NoGPUError, api, check
@@ -33,8 +33,8 @@ from .bench_history import History, clear_history, history, record  # noqa: F401
 from .peaks import FMA_PER_CLOCK, UNSURE  # noqa: F401
 from .stats import CI_LEVEL  # noqa: F401
 
-__all__ = ["Timing", "BenchError", "options", "measure", "GRAPH_LAUNCHES", "WARMUP_MS",
-           "WARMUP_MAX", "FLUSH_FACTOR", "BATCH"]
+__all__ = ["Timing", "BenchError", "options", "measure", "l2_state", "GRAPH_LAUNCHES",
+           "WARMUP_MS", "WARMUP_MAX", "FLUSH_FACTOR", "BATCH"]
 
 
 # ---- the flush buffer -------------------------------------------------------------------------
@@ -114,20 +114,33 @@ WARMUP_MS = 25.0           # warmup=None: launch until about this much GPU time 
 WARMUP_MAX = 10_000        # ... or this many launches
 
 
+def _said(value) -> str:
+    """``value`` as the messages say it: ``str`` cut to 40 characters, or where ``str`` fails
+    (an int past the int->str digit limit) :func:`~cuda_magic.errors.quote`."""
+    try:
+        return str(value)[:40]
+    except Exception:
+        return quote(value, 40)
+
+
 def _count(value, name: str, low: int, what: str, allow_none: bool = False):
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BenchError(f"{name}={str(value)[:40]}: {what}")
+        raise BenchError(f"{name}={_said(value)}: {what}")
     return value
 
 
 def _amount(value, name: str, what: str):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-            or value == float("inf"):
-        raise BenchError(f"{name}={str(value)[:40]}: {what}, a number > 0")
+    ok = not isinstance(value, bool) and isinstance(value, (int, float))
+    try:
+        ok = ok and 0 < float(value) < float("inf")     # an int too large for a float: no
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise BenchError(f"{name}={_said(value)}: {what}, a number > 0")
     return value
 
 
@@ -139,7 +152,7 @@ def options(repeat=100, warmup=None, flush=True, graph=False, nbytes=None, flops
            "warmup": _count(warmup, "warmup", 0, "launches before timing, an int >= 0 (None: "
                             "about 25 ms of launches)", allow_none=True)}
     if not isinstance(flush, bool):
-        raise BenchError(f"flush={str(flush)[:40]}: True (write a buffer of twice the L2 before "
+        raise BenchError(f"flush={_said(flush)}: True (write a buffer of twice the L2 before "
                          f"each timed launch) or False")
     if graph is True:
         graph = GRAPH_LAUNCHES
@@ -296,6 +309,18 @@ def _warm(drv, step, s, warmup: int | None, event) -> int:
 
 # ---- the result -------------------------------------------------------------------------------
 
+def l2_state(flush: bool, graph: int) -> str:
+    """How the L2 stood at the timed launches, as :attr:`Timing.l2` says it.  With ``graph``
+    the flush runs before each graph launch only: inside a graph every launch but the first
+    finds what the one before left in L2 (a flush between them would lie inside the graph's
+    event pair, and be timed)."""
+    if not flush:
+        return "warm: not flushed"
+    if graph > 1:
+        return f"warm after the first launch of each graph of {graph}"
+    return "cold: flushed before each timed launch"
+
+
 @dataclass(repr=False)
 class Timing:
     """One ``bench``: per-launch times in milliseconds (CUDA events) and what they mean.
@@ -308,7 +333,10 @@ class Timing:
     ``gbps_of_peak``/``tflops_of_peak``.  ``clocks`` is the SM clock before and after.
     ``config_hash``/``source_hash`` identify the build, ``launch_hash`` the launch setup
     (grid, block, shared memory, flush, graph, argument shapes and values); :func:`history`
-    compares runs with the same launch setup.
+    compares runs with the same launch setup.  ``l2`` says how the L2 stood at the timed
+    launches (:func:`l2_state`): ``cold: flushed before each timed launch``, ``warm after the
+    first launch of each graph of 20`` (``graph=True``: the flush runs before each graph
+    launch only) or ``warm: not flushed``.
     """
 
     kernel: str
@@ -329,11 +357,14 @@ class Timing:
     config_hash: str = ""
     source_hash: str = ""
     launch_hash: str = ""
+    l2: str = ""                             # how the L2 stood (l2_state); "": from flush, graph
 
     def __post_init__(self):
         self.samples_ms = tuple(float(x) for x in self.samples_ms)
         if not self.samples_ms:
             raise BenchError("a Timing needs at least one sample")
+        if not self.l2:
+            self.l2 = l2_state(self.flush, self.graph)
 
     @classmethod
     def from_samples(cls, samples_ms: Sequence[float], kernel: str = "kernel",

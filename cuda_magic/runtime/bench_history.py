@@ -44,7 +44,10 @@ def _arg_signature(args: Sequence) -> tuple:
         if hasattr(a, "shape") and hasattr(a, "dtype"):
             out.append(("array", tuple(int(x) for x in a.shape), str(a.dtype).removeprefix("torch.")))
         elif a is None or isinstance(a, (bool, int, float, complex, str)):
-            out.append(repr(a)[:100])
+            try:
+                out.append(repr(a)[:100])
+            except ValueError:                  # an int past the int->str digit limit
+                out.append(("int", _hash(hex(a))))
         elif isinstance(a, (bytes, bytearray)):
             out.append(("bytes", _hash(bytes(a).hex())))
         else:
@@ -74,11 +77,15 @@ def record(kernel, timing: Timing, args: Sequence = ()) -> Timing:
 
 def clear_history(kernel=None) -> None:
     """Forget the history of ``kernel`` (a Kernel or its name), or of every kernel."""
+    name = getattr(kernel, "name", kernel)
+    if kernel is not None and not isinstance(name, str):
+        raise HistoryError(f"clear_history(kernel): give a Kernel, a kernel's name or None (every "
+                           f"kernel), not {quote(kernel)}")
     with _HLOCK:
         if kernel is None:
             _HISTORY.clear()
         else:
-            _HISTORY.pop(getattr(kernel, "name", kernel), None)
+            _HISTORY.pop(name, None)
 
 
 def history(kernel) -> "History":

@@ -18,34 +18,60 @@ from .staging import release
 from . import bench as _bench
 from .bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
 from .driver import CudaError, api, check
+from ..errors import quote
 from .types import Param
 
 __all__ = ["Kernel"]
+
+
+UINT_LIMIT = 1 << 32    # grid, block and dynamic shared bytes: the driver takes unsigned ints
 
 
 def _dims(v, what: str) -> tuple[int, int, int]:
     t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
     if not t or len(t) > 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
                                       for x in t):
-        raise ArgumentError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, not {v!r}")
+        raise ArgumentError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, "
+                            f"not {quote(v, 80)}")
+    if any(x >= UINT_LIMIT for x in t):
+        raise ArgumentError(f"{what}={quote(v, 80)}: each dimension must be below 2**32 (the "
+                            f"driver takes 32-bit unsigned ints)")
     return t + (1,) * (3 - len(t))
+
+
+def _shared(v) -> int:
+    """Dynamic shared memory in bytes, checked as a launch takes it."""
+    if not isinstance(v, int) or v < 0 or v >= UINT_LIMIT:
+        raise ArgumentError(f"shared_mem must be a non-negative int of bytes (below 2**32), not "
+                            f"{quote(v, 80)}")
+    return v
 
 
 def _stream(s) -> int:
     if s is None or s == 0:
         return 0
     if isinstance(s, int):
-        return s
-    for attr in ("ptr", "cuda_stream"):            # CuPy, PyTorch
-        if hasattr(s, attr):
-            return int(getattr(s, attr))
-    if hasattr(s, "__cuda_stream__"):              # cuda.core and the stream protocol
-        return int(s.__cuda_stream__()[1])
-    try:
-        return int(s)                              # cuda.bindings CUstream
-    except (TypeError, ValueError):
-        raise ArgumentError(f"stream must be None, an int handle or a CUDA stream object "
-                        f"(CuPy, PyTorch, cuda.core), not {type(s).__name__}") from None
+        handle = s
+    else:
+        handle = None
+        for attr in ("ptr", "cuda_stream"):            # CuPy, PyTorch
+            if hasattr(s, attr):
+                handle = int(getattr(s, attr))
+                break
+        else:
+            if hasattr(s, "__cuda_stream__"):          # cuda.core and the stream protocol
+                handle = int(s.__cuda_stream__()[1])
+            else:
+                try:
+                    handle = int(s)                    # cuda.bindings CUstream
+                except (TypeError, ValueError):
+                    raise ArgumentError(f"stream must be None, an int handle or a CUDA stream "
+                                        f"object (CuPy, PyTorch, cuda.core), not "
+                                        f"{type(s).__name__}") from None
+    if not 0 <= handle < 1 << 64:
+        raise ArgumentError(f"stream={quote(s, 80)}: a stream handle is an address, an int from 0 "
+                            f"to 2**64 - 1")
+    return handle
 
 
 INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
@@ -161,9 +187,7 @@ class Kernel:
                 raise ArgumentError(f"launch as {self.name}[grid, block](*args) or "
                                 f"{self.name}[grid, block, shared_mem, stream](*args)")
             grid, block = _dims(key[0], "grid"), _dims(key[1], "block")
-            shared = key[2] if len(key) > 2 else 0
-            if not isinstance(shared, int) or shared < 0:
-                raise ArgumentError(f"shared_mem must be a non-negative int of bytes, not {shared!r}")
+            shared = _shared(key[2] if len(key) > 2 else 0)
             launcher = _Launcher(self, grid + block, shared, _stream(key[3] if len(key) > 3 else None))
             if len(self._launchers) > 64:
                 self._launchers.clear()
@@ -274,7 +298,9 @@ class Kernel:
         launches, each between two CUDA events; with ``flush`` (default) a memset of twice
         the L2 on the same stream before each, outside the events. ``graph=True`` (or a
         number of launches, default 20) times CUDA graphs of that many launches and reports
-        graph time / launches, leaving launch overhead out. ``nbytes``/``flops`` per launch
+        graph time / launches, leaving launch overhead out; the flush then runs before each
+        graph only, so the L2 is warm after each graph's first launch (the Timing's ``l2``
+        and its views say so). ``nbytes``/``flops`` per launch
         give GB/s and TFLOP/s as a fraction of the device's peak (``dtype``: float32,
         float64 or float16). The Timing shows median, 95% CI of the median, IQR, the SM
         clock, and a plot; it is kept in ``cuda_magic.history(name)``.
@@ -284,6 +310,7 @@ class Kernel:
         opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
                               nbytes=nbytes, flops=flops, dtype=dtype)
         dims = _dims(grid, "grid") + _dims(block, "block")
+        shared_mem = _shared(shared_mem)
         if driver.elsewhere():
             self.require_arch()
             timing = worker.call(self, "bench", dims, shared_mem, args, opts)
@@ -301,7 +328,7 @@ class Kernel:
         """
         from . import tools
         dims = _dims(grid, "grid") + _dims(block, "block")
-        return tools.profile(self, dims, shared_mem, args, metrics=metrics, set=set,
+        return tools.profile(self, dims, _shared(shared_mem), args, metrics=metrics, set=set,
                              clock_control=clock_control)
 
     def check(self, grid, block, *args, tool: str = "memcheck", shared_mem: int = 0,
@@ -313,8 +340,8 @@ class Kernel:
         """
         from . import tools
         dims = _dims(grid, "grid") + _dims(block, "block")
-        return tools.check(self, dims, shared_mem, args, tool=tool, print_limit=print_limit,
-                           options=options)
+        return tools.check(self, dims, _shared(shared_mem), args, tool=tool,
+                           print_limit=print_limit, options=options)
 
     def __repr__(self) -> str:
         sig = ", ".join(str(p) for p in self.params)

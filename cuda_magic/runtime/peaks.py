@@ -50,9 +50,12 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "f32": "float32", "float": "
 
 def flop_type(dtype) -> str:
     """'float32', 'float64' or 'float16' from a name or a NumPy/PyTorch/CuPy dtype."""
-    name = dtype if isinstance(dtype, str) else \
-        getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
-    name = str(name).lower().removeprefix("torch.")
+    try:
+        name = dtype if isinstance(dtype, str) else \
+            getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
+        name = str(name).lower().removeprefix("torch.")
+    except Exception:               # e.g. an int past the int->str digit limit
+        name = None
     if name not in _DTYPES:
         raise BenchError(f"dtype={quote(dtype)}: the FLOP type for the peak, one of float32, "
                          f"float64, float16")

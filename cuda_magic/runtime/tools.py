@@ -32,7 +32,7 @@ from .helper import specdir
 from .helper.encoding import EncodingError, encode, host_copy, library
 from .helper.program import Entry, Program
 from .helper.transport import child_env
-from ..errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError
+from ..errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError, quote
 
 __all__ = ["write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
            "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]
@@ -173,21 +173,33 @@ SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis"
             "SourceCounters")
 
 
+def _items(value):
+    """``value`` (an iterable that is not a str) as a list; None stays None; False if it is not
+    iterable (an int...)."""
+    if value is None:
+        return None
+    try:
+        return list(value)
+    except TypeError:
+        return False
+
+
 def profile(kernel, dims, shared: int, args, *, metrics=None, set: str = "default",
             clock_control: str = "base", timeout: float = _TIMEOUT_S) -> "reports.Profile":
     """Run one launch of ``kernel`` under Nsight Compute; a :class:`~.reports.Profile`."""
-    if isinstance(metrics, str):
-        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
-    if metrics is not None and not all(isinstance(m, str) and re.fullmatch(r"[\w.:-]+", m)
-                                       for m in metrics):
-        raise ArgumentError("metrics: a list of Nsight Compute metric names "
-                            "(ncu --query-metrics lists them)")
+    items = [m.strip() for m in metrics.split(",") if m.strip()] if isinstance(metrics, str) \
+        else _items(metrics)
+    if items is False or (items is not None and not all(
+            isinstance(m, str) and re.fullmatch(r"[\w.:-]+", m) for m in items)):
+        raise ArgumentError(f"metrics={quote(metrics, 80)}: a list of Nsight Compute metric names "
+                            f"(ncu --query-metrics lists them), or one comma-separated str")
+    metrics = items
     if not isinstance(set, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", set):
-        raise ArgumentError(f"set={set!r}: a Nsight Compute section set (ncu --list-sets: basic, "
-                            f"detailed, full, ...), or 'default'")
-    if clock_control not in ("base", "none"):
-        raise ArgumentError(f"clock_control={clock_control!r}: 'base' (ncu's default: clocks "
-                            f"locked to base) or 'none' (the clocks the GPU picks)")
+        raise ArgumentError(f"set={quote(set, 80)}: a Nsight Compute section set (ncu --list-sets: "
+                            f"basic, detailed, full, ...), or 'default'")
+    if not isinstance(clock_control, str) or clock_control not in ("base", "none"):
+        raise ArgumentError(f"clock_control={quote(clock_control, 80)}: 'base' (ncu's default: "
+                            f"clocks locked to base) or 'none' (the clocks the GPU picks)")
     _need_gpu(kernel, "profile")
     ncu = _tools.find("ncu")
     symbol = _symbol(kernel)
@@ -317,12 +329,16 @@ def _ncu_import(ncu: str, rep: str, options: list[str], timeout: float) -> str:
 def check(kernel, dims, shared: int, args, *, tool: str = "memcheck", print_limit: int = 10,
           options=(), timeout: float = _TIMEOUT_S) -> "reports.Check":
     """Run one launch of ``kernel`` under compute-sanitizer; a :class:`~.reports.Check`."""
-    if tool not in SANITIZER_TOOLS:
-        raise ArgumentError(f"tool={tool!r}: one of {', '.join(SANITIZER_TOOLS)}")
+    if not isinstance(tool, str) or tool not in SANITIZER_TOOLS:
+        raise ArgumentError(f"tool={quote(tool, 80)}: one of {', '.join(SANITIZER_TOOLS)}")
     if isinstance(print_limit, bool) or not isinstance(print_limit, int) or print_limit < 1:
-        raise ArgumentError(f"print_limit={print_limit!r}: the most errors to report, an int >= 1")
-    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
-        raise ArgumentError("options must be a list of compute-sanitizer flags, one flag per item")
+        raise ArgumentError(f"print_limit={quote(print_limit, 80)}: the most errors to report, an "
+                            f"int >= 1")
+    items = None if isinstance(options, str) else _items(options)
+    if items is None or items is False or not all(isinstance(o, str) for o in items):
+        raise ArgumentError(f"options={quote(options, 80)}: a list of compute-sanitizer flags, one "
+                            f"flag per item")
+    options = items
     _need_gpu(kernel, "check")
     sanitizer = _tools.find("compute-sanitizer")
     symbol = _symbol(kernel)

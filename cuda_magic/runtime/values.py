@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 import struct
 
+from ..errors import quote
 from .args import ArgumentError, ArgumentRangeError
 from .types import Param
 
@@ -26,12 +27,25 @@ def diagnose(packer, args) -> None:
         try:
             struct.pack("=" + p.scalar.code, v)
         except OverflowError:
-            raise ArgumentRangeError(f"{packer._where(p)}: {v!r} is out of range for {p.type}") from None
+            raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for {p.type}") from None
         except struct.error as exc:
-            if "range" in str(exc) or "format requires" in str(exc):
-                raise ArgumentRangeError(f"{packer._where(p)}: {v!r} is out of range for {p.type}") from None
+            if "range" in str(exc) or "format requires" in str(exc) or _too_big(p, v):
+                raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for {p.type}") from None
             raise ArgumentError(f"{packer._where(p)}: expected {_kind(p)}, got "
-                            f"{type(v).__name__} {v!r}") from None
+                            f"{type(v).__name__} {quote(v)}") from None
+
+
+def _too_big(p: Param, v) -> bool:
+    """An int too large for a double, given to a floating-point parameter (struct says "not a
+    float")."""
+    if isinstance(v, bool) or not isinstance(v, int) or \
+            not p.scalar.dtype.startswith(("float", "bfloat")):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return True
+    return False
 
 
 def _kind(p: Param) -> str:
@@ -46,7 +60,7 @@ def _bool(packer, p: Param):
             return bool(v)
         if isinstance(v, int) and v in (0, 1):
             return bool(v)
-        raise ArgumentError(f"{packer._where(p)}: expected a bool, got {type(v).__name__} {v!r}")
+        raise ArgumentError(f"{packer._where(p)}: expected a bool, got {type(v).__name__} {quote(v)}")
     return conv
 
 
@@ -58,9 +72,12 @@ def _bfloat16(packer, p: Param):
         try:
             bits = u32.unpack(f32.pack(v))[0]
         except OverflowError:
-            raise ArgumentRangeError(f"{packer._where(p)}: {v!r} is out of range for bfloat16") from None
+            raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for bfloat16") from None
         except (struct.error, TypeError):
-            raise ArgumentError(f"{packer._where(p)}: expected a float, got {type(v).__name__} {v!r}") from None
+            if _too_big(p, v):
+                raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for "
+                                         f"bfloat16") from None
+            raise ArgumentError(f"{packer._where(p)}: expected a float, got {type(v).__name__} {quote(v)}") from None
         if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
             return 0x7FC0 | ((bits >> 16) & 0x8000)  # NaN stays NaN
         return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even
@@ -127,7 +144,7 @@ def function_arg(packer, p: Param):
                 pass
             else:
                 if not 0 <= address < 2**64:
-                    raise ArgumentRangeError(f"{packer._where(p)}: {v!r} is no device address")
+                    raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is no device address")
                 return address
         raise ArgumentError(f"{packer._where(p)} is a function pointer: pass the function's device "
                             f"address as an int (e.g. copied from a __device__ variable that holds "

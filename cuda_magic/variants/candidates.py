@@ -16,7 +16,7 @@ from ..runtime.helper.program import Entry, Program
 from .record import Runs
 from .space import Parameter, Recipe, c_text, label
 
-__all__ = ["Candidate", "kernel_names", "points", "after_build", "resources", "prune", "amount",
+__all__ = ["WHERE_NAMES", "Candidate", "kernel_names", "points", "after_build", "resources", "prune", "amount",
            "bench_job"]
 
 
@@ -78,16 +78,26 @@ def kernel_names(c) -> dict:
 
 # ---------------------------------------------------------------------------- the points
 
+# The builtins --where sees beside the space's names.  Few, to keep its names plain: not a
+# sandbox (it is the user's own code, as a cell is; docs/tune.md says so).
+WHERE_NAMES = {"min": min, "max": max, "abs": abs}
+
+
 def _where(text: str | None):
     if text is None:
         return None
+    if not isinstance(text, str):
+        raise TuneError(f"--where (where=) takes a Python condition as text, e.g. "
+                        f"\"BM * BN <= 16384\", not {type(text).__name__}", "where")
     try:
-        tree = ast.parse(text, "<--where>", "eval")
+        # compile() checks what parsing does not: (yield), await, return outside a function
+        return compile(ast.parse(text, "<--where>", "eval"), "<--where>", "eval")
     except SyntaxError as exc:
-        raise TuneError(f"--where {quote(text, 80)}: not a Python expression ({exc.msg})") from None
-    except ValueError as exc:
-        raise TuneError(f"--where {quote(text, 80)}: {exc}") from None
-    return compile(tree, "<--where>", "eval")
+        raise TuneError(f"--where {quote(text, 80)}: not a Python expression ({exc.msg})",
+                        "where") from None
+    except (ValueError, RecursionError, MemoryError) as exc:    # a NUL; too deeply nested
+        raise TuneError(f"--where {quote(text, 80)}: not a Python expression "
+                        f"({type(exc).__name__}: {clip(str(exc), 80)})", "where") from None
 
 
 def points(params: Sequence[Parameter], where: str | None) -> list[dict]:
@@ -101,14 +111,15 @@ def points(params: Sequence[Parameter], where: str | None) -> list[dict]:
     kept = []
     for values in combos:
         try:
-            ok = eval(cond, {"__builtins__": {"min": min, "max": max, "abs": abs}}, dict(values))
+            ok = eval(cond, {"__builtins__": dict(WHERE_NAMES)}, dict(values))
         except Exception as exc:
             raise TuneError(f"--where {quote(where, 80)} failed for {label(values)}: "
-                            f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+                            f"{type(exc).__name__}: {clip(str(exc), 200)}", "where") from None
         if ok:
             kept.append(values)
     if not kept:
-        raise TuneError(f"--where {quote(where, 80)} keeps none of the {len(combos)} combinations")
+        raise TuneError(f"--where {quote(where, 80)} keeps none of the {len(combos)} combinations",
+                        "where")
     return kept
 
 
@@ -190,7 +201,7 @@ def amount(value, values: Mapping, namespace: Mapping, what: str) -> float | Non
         return float(eval(str(value), {"__builtins__": {}}, {**namespace, **values}))
     except Exception as exc:
         raise TuneError(f"--{what} {quote(str(value), 60)} failed for {label(values)}: "
-                        f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+                        f"{type(exc).__name__}: {clip(str(exc), 200)}", what) from None
 
 
 def bench_job(c: Candidate, runs: Runs, bench_opts: dict, timeout: float) -> sweep.Job | None:

@@ -13,6 +13,7 @@ from typing import Mapping
 import numpy as np
 
 from ..config import clip, quote
+from ..errors import RunError
 from ..runtime.helper.encoding import EncodingError, encode, host_copy
 from ..runtime.kernel import _dims
 from ..runtime.sweep import Launch
@@ -65,7 +66,10 @@ class Runs:
         names = set()
         for i, text in enumerate(self.texts):
             tree = parse_run(text, i)
-            self.code.append(compile(tree, f"<--run {i + 1}>", "exec"))
+            try:        # what parsing lets through: (yield), await, return outside a function
+                self.code.append(compile(tree, f"<--run {i + 1}>", "exec"))
+            except SyntaxError as exc:
+                raise RunError(f"--run {quote(text)}: not Python ({exc.msg})") from None
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         for n in sorted(names):     # host copies of the arrays --run names, once per sweep
             obj = self.namespace.get(n)

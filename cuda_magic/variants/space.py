@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import shlex
 from dataclasses import dataclass
@@ -34,7 +35,20 @@ _NAME = re.compile(r"(-D)?([A-Za-z_]\w*)")
 
 # ---------------------------------------------------------------------------- the space
 
+def _plain(v):
+    """A NumPy scalar as the Python value it stands for (``np.int64(3)`` -> ``3``)."""
+    kind = getattr(getattr(v, "dtype", None), "kind", None)
+    if kind == "b" and not isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, int)):
+        return int(v)
+    if isinstance(v, numbers.Real) and not isinstance(v, (bool, int, float)) and kind == "f":
+        return float(v)
+    return v
+
+
 def _value(name: str, v):
+    v = _plain(v)
     if isinstance(v, str) and v.strip().lower() in ("none", "null", "~"):
         return None
     if v is None or isinstance(v, (bool, int, float)):
@@ -51,13 +65,20 @@ def _value(name: str, v):
 
 
 def _values(name: str, raw) -> tuple:
+    if getattr(raw, "ndim", None) == 1 and hasattr(raw, "tolist"):    # a NumPy array of values
+        raw = raw.tolist()
+    if isinstance(raw, (list, tuple, range)):
+        try:
+            n = len(raw)               # before anything is built: range(10**9) stays a range
+        except OverflowError:          # a range longer than sys.maxsize
+            n = None
+        if n is None or n > MAX_VALUES:
+            raise TuneError(f"tune parameter {name!r} has {'too many' if n is None else n} "
+                            f"values; at most {MAX_VALUES}", name)
     items = list(raw) if isinstance(raw, (list, tuple, range)) else [raw]
     if not items:
         raise TuneError(f"tune parameter {name!r} has no values: give at least one, e.g. "
                         f"{name}=[64, 128]", name)
-    if len(items) > MAX_VALUES:
-        raise TuneError(f"tune parameter {name!r} has {len(items)} values; at most {MAX_VALUES}",
-                        name)
     out = tuple(_value(name, v) for v in items)
     seen = set()
     for v in out:
@@ -69,7 +90,16 @@ def _values(name: str, raw) -> tuple:
 
 
 def load_value(name: str, text: str):
-    loader = _HeaderLoader(text)
+    bad = next((c for c in text if c == "\0" or "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:      # YAML's reader refuses them before parsing: say which, here
+        raise TuneError(f"tune parameter {name!r}: {quote(text, 60)} holds "
+                        f"{'a NUL' if bad == chr(0) else 'a lone surrogate'} "
+                        f"({ascii(bad)}): a value is one printable line", name)
+    try:
+        loader = _HeaderLoader(text)
+    except yaml.YAMLError as exc:
+        raise TuneError(f"tune parameter {name!r}: cannot read {quote(text, 60)} "
+                        f"({clip(str(getattr(exc, 'problem', None) or exc), 80)})", name) from None
     try:
         return loader.get_single_data()
     except (yaml.YAMLError, RecursionError) as exc:
@@ -81,7 +111,21 @@ def load_value(name: str, text: str):
         loader.dispose()
 
 
-_RANGE = re.compile(r"range\(\s*(-?\d+)\s*(?:,\s*(-?\d+)\s*)?(?:,\s*(-?\d+)\s*)?\)")
+_RANGE = re.compile(r"range\(\s*([-+]?\d+)\s*(?:,\s*([-+]?\d+)\s*)?(?:,\s*([-+]?\d+)\s*)?\)")
+_RANGE_DIGITS = 18            # a bound of range() in --space: at most this many digits
+
+
+def _range(name: str, text: str, m) -> range:
+    """``range(...)`` of ``--space``: its bounds capped before any use, a step of 0 refused."""
+    for x in m.groups():
+        if x is not None and len(x.lstrip("+-")) > _RANGE_DIGITS:
+            raise TuneError(f"tune parameter {name!r}: {quote(text, 60)}: a bound of range() has "
+                            f"at most {_RANGE_DIGITS} digits", name)
+    a, b, c = (int(x) if x is not None else None for x in m.groups())
+    if c == 0:
+        raise TuneError(f"tune parameter {name!r}: {quote(text, 60)}: the step of range() "
+                        f"cannot be 0", name)
+    return range(a) if b is None else range(a, b, 1 if c is None else c)
 
 
 def _split(spec: str) -> list[tuple[str, str]]:
@@ -137,8 +181,7 @@ def parse_space(spec) -> dict[str, tuple]:
             bare = name.removeprefix("-D")
             m = _RANGE.fullmatch(text)
             if m:
-                a, b, c = (int(x) if x is not None else None for x in m.groups())
-                r = range(a) if b is None else range(a, b, c or 1)
+                r = _range(bare, text, m)
                 if len(r) > MAX_VALUES:
                     raise TuneError(f"tune parameter {bare!r}: {text} has {len(r)} values; at "
                                     f"most {MAX_VALUES}", bare)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import numbers
 import os
 import sys
 import threading
@@ -45,7 +46,7 @@ from .. import cell
 from ..compile.arch import detect_arch, gpu_archs, pick_arch
 from ..compile.backends import CompileError
 from ..compile.parallel import WORKERS, cancellable, tick
-from ..config import ConfigError, clip, validate
+from ..config import ConfigError, clip, quote, validate
 from ..runtime import bench as _bench
 from ..runtime import sweep
 from .candidates import Candidate, after_build, amount, bench_job, kernel_names, points
@@ -163,22 +164,76 @@ class Tuning:
 
 # ---------------------------------------------------------------------------- the sweep
 
+def _number(v):
+    """A Python or NumPy number as a Python int or float; None for anything else (bools too)."""
+    if isinstance(v, bool) or getattr(getattr(v, "dtype", None), "kind", "") == "b":
+        return None
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    return None
+
+
+def _flag(v, name: str) -> bool:
+    if isinstance(v, bool) or getattr(getattr(v, "dtype", None), "kind", "") == "b":
+        return bool(v)
+    raise TuneError(f"{name}= takes True or False, not {type(v).__name__} {quote(v, 30)}", name)
+
+
+def _texts(v, name: str, example: str) -> tuple:
+    """``run=``/``instantiate=``: one string is one item (never its characters), else a list
+    or tuple of strings."""
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return tuple(v)
+    raise TuneError(f"{name}= takes a string or a list of strings, e.g. {example}, not "
+                    f"{type(v).__name__} {quote(v, 40)}", name)
+
+
 def _options(**kw) -> dict:
     if kw["min_occupancy"] is not None:
-        v = kw["min_occupancy"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise TuneError(f"--min-occupancy (min_occupancy=) {v!r}: a fraction of the SM's "
-                            f"warps from 0 to 1, e.g. 0.25")
+        v = _number(kw["min_occupancy"])
+        if v is None or not 0 <= v <= 1:
+            raise TuneError(f"--min-occupancy (min_occupancy=) {kw['min_occupancy']!r}: a fraction "
+                            f"of the SM's warps from 0 to 1, e.g. 0.25", "min_occupancy")
+        kw["min_occupancy"] = v
     for name in ("rtol", "atol"):
-        v = kw[name]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
-                              or not math.isfinite(v)):
-            raise TuneError(f"--{name} ({name}=) {v!r}: a non-negative number")
-    t = kw["timeout"]
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 86400:
-        raise TuneError(f"--timeout (timeout=) {t!r}: seconds one candidate may run on its GPU, "
-                        f"e.g. 60")
+        if kw[name] is not None:
+            v = _number(kw[name])
+            if v is None or v < 0 or not math.isfinite(v):
+                raise TuneError(f"--{name} ({name}=) {kw[name]!r}: a non-negative number", name)
+            kw[name] = v
+    t = _number(kw["timeout"])
+    if t is None or not 0 < t <= 86400:
+        raise TuneError(f"--timeout (timeout=) {kw['timeout']!r}: seconds one candidate may run "
+                        f"on its GPU, e.g. 60", "timeout")
+    kw["timeout"] = float(t)
+    for name in ("where", "group"):
+        if kw[name] is not None and not isinstance(kw[name], str):
+            raise TuneError(f"--{name} ({name}=) takes text, not {type(kw[name]).__name__} "
+                            f"{quote(kw[name], 40)}", name)
+    gpus = kw["gpus"]
+    if gpus is not None:
+        listed = [_number(g) for g in gpus] if isinstance(gpus, (list, tuple, range)) else [None]
+        if any(not isinstance(g, int) for g in listed):
+            raise TuneError(f"--gpus (gpus=) {quote(gpus, 40)}: a list of GPU ordinals, e.g. "
+                            f"[0, 1]", "gpus")
+        kw["gpus"] = listed
+    for name in ("namespace", "session"):
+        if kw[name] is not None and not isinstance(kw[name], Mapping):
+            raise TuneError(f"{name}= takes a dict, not {type(kw[name]).__name__}", name)
     return kw
+
+
+def _bench_number(v):
+    """``repeat``/``warmup``/``graph`` as :func:`~cuda_magic.runtime.bench.options` takes them:
+    a NumPy integer as an int (its own checks name what is wrong)."""
+    n = _number(v)
+    return n if isinstance(n, int) else v
 
 
 def _failure(exc: BaseException) -> str:
@@ -231,7 +286,9 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     TFLOP/s.  ``gpus``: device ordinals (default: every GPU that runs the build);
     ``client``: a ``dask.distributed.Client`` to run the bench stage on instead.
     ``timeout``: seconds per candidate on its GPU.  ``arch``/``config``/``preset``/
-    ``session``/``instantiate`` are the cell's layers, as for :func:`~cuda_magic.build`.
+    ``session``/``instantiate`` are the cell's layers, as for :func:`~cuda_magic.build`
+    (``instantiate``: one spelling, ``"k<1>"``, or a list; ``run`` likewise).  NumPy numbers
+    count as numbers; an option of the wrong type is a :class:`TuneError` naming it.
 
     Example::
 
@@ -240,8 +297,16 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
         t.winner, t.cell, t.rows()
     """
     started = time.monotonic()
-    opts = _options(min_occupancy=min_occupancy, rtol=rtol, atol=atol, timeout=timeout)
-    bench_opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph)
+    opts = _options(min_occupancy=min_occupancy, rtol=rtol, atol=atol, timeout=timeout,
+                    where=where, group=group, gpus=gpus, namespace=namespace, session=session)
+    timeout, gpus = opts["timeout"], opts["gpus"]
+    compile_only, keep_spills, force = (_flag(compile_only, "compile_only"),
+                                        _flag(keep_spills, "keep_spills"), _flag(force, "force"))
+    instantiate = _texts(instantiate, "instantiate", "\"gemm<64, 128>\"")
+    texts = _texts(run, "run", "\"k[grid, block](x, n)\"")
+    bench_opts = _bench.options(repeat=_bench_number(repeat), warmup=_bench_number(warmup),
+                                flush=_flag(flush, "flush"),
+                                graph=graph if isinstance(graph, bool) else _bench_number(graph))
     layer = dict(validate(options))
     layer.update(validate(config))
     if arch is not None:
@@ -264,7 +329,6 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     if group is not None and group not in {p.name for p in params}:
         raise TuneError(f"--group (group=) {group!r} is not a parameter of the space "
                         f"({', '.join(p.name for p in params)})", group)
-    texts = (run,) if isinstance(run, str) else tuple(run or ())
     if namespace is None and texts:
         frame = sys._getframe(1)
         namespace = {**frame.f_globals, **frame.f_locals}

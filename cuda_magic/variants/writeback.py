@@ -115,7 +115,7 @@ def write_back(source: str, options: Mapping, preset: str | None, winner,
     out = []
     if 0 in edits:
         out.extend(edits[0])
-    launch_note = ", ".join(f"{k}={c_text(v) if v is not None else 'none'}" for k, v in launch.items())
+    launch_note = ", ".join(f"{k}={_note_value(v)}" for k, v in launch.items())
     after = parsed.header_end
     for i, text in enumerate(lines, start=1):
         out.extend(edits.get(i, [text]))
@@ -124,6 +124,15 @@ def write_back(source: str, options: Mapping, preset: str | None, winner,
     if not after and launch_note:
         out.insert(len(edits.get(0, [])), f"// tuned launch: {launch_note}")
     return _magic_line(options, preset, recipe.instances) + "\n" + "\n".join(out)
+
+
+def _note_value(v) -> str:
+    """A launch value in the ``// tuned launch:`` comment; one with a backslash is quoted, so a
+    value ending in one cannot splice the next line of the cell into the comment."""
+    if v is None:
+        return "none"
+    text = c_text(v)
+    return json.dumps(text) if "\\" in text else text
 
 
 def _line(source: str, n: int) -> str:

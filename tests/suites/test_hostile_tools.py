@@ -378,3 +378,113 @@ def test_compile_time_limit_setting(limit, monkeypatch):
     for bad in (-1, float("nan"), "x"):
         with pytest.raises(ConfigError, match="set_compile_timeout"):
             limit(bad)
+
+
+# -- 17: Ctrl-C cancels an NVRTC compile for real (nvrtcSetFlowCallback) -------------------------
+
+class _Runs:
+    """NVRTC programs compiled (through the backend's ``_run``, in whatever thread): when each
+    started, and the status and time at which its nvrtcCompileProgram returned."""
+
+    def __init__(self, monkeypatch):
+        from cuda_magic.compile.backends import nvrtc as nvrtc_backend
+        self.started, self.ended, self.lock = [], [], threading.Lock()
+        real = nvrtc_backend._run
+
+        def spy(*a, **kw):
+            with self.lock:
+                self.started.append(time.monotonic())
+            out = real(*a, **kw)
+            with self.lock:
+                self.ended.append((out[0].name, time.monotonic()))
+            return out
+        monkeypatch.setattr(nvrtc_backend, "_run", spy)
+
+    def ctrl_c(self, runs: int, after: float) -> "_WhenRunning":
+        return _WhenRunning(self, runs, after)
+
+    def wait(self, runs: int) -> list:
+        """The ``runs`` ended compiles (Thread.join is no use here: Python 3.11 marks a thread
+        stopped when Ctrl-C interrupts a join of it)."""
+        end = time.monotonic() + 180
+        while len(self.ended) < runs and time.monotonic() < end:
+            time.sleep(0.02)
+        return list(self.ended)
+
+
+class _WhenRunning(Interrupt):
+    """Ctrl-C ``after`` seconds once ``runs`` compiles are running (not before: a big cell's
+    parsing takes a while on a loaded machine); never once the block has ended."""
+
+    def __init__(self, spy: _Runs, runs: int, after: float):
+        super().__init__(after)
+        self.over = threading.Event()
+        self.timer = threading.Thread(target=self._when, args=(spy, runs, after), daemon=True)
+
+    def _when(self, spy, runs, after):
+        end = time.monotonic() + 120
+        while len(spy.started) < runs and time.monotonic() < end and not self.over.is_set():
+            time.sleep(0.01)
+        if not self.over.wait(after):
+            self._fire()
+
+    def __exit__(self, *exc):
+        self.over.set()
+
+
+def _cancels() -> bool:
+    from cuda_magic.compile.backends import nvrtc as nvrtc_backend
+    return nvrtc_backend.can_cancel()
+
+
+def _idle():
+    """No compile of an earlier test still running in the background."""
+    end = time.monotonic() + 180
+    while _abandoned() and any(t.is_alive() for t in _abandoned()) and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def test_ctrl_c_cancels_the_nvrtc_compile_for_real(monkeypatch):
+    _idle()
+    runs = _Runs(monkeypatch)
+    with runs.ctrl_c(1, 0.5) as ctrl_c:
+        with pytest.raises(KeyboardInterrupt):
+            compile_source(SLOWER, cfg(), force=True)
+    (status, ended), = runs.wait(1)
+    if _cancels():      # NVRTC 13.x with nvrtcSetFlowCallback: stopped, no core kept busy
+        assert status == "NVRTC_ERROR_CANCELLED" and ended - ctrl_c.at < 10, (status, ended - ctrl_c.at)
+    else:               # older NVRTC: abandoned, it runs to its end (docs/hardening.md)
+        assert status == "NVRTC_SUCCESS"
+
+
+def test_the_compile_time_limit_cancels_the_nvrtc_compile_too(limit, monkeypatch):
+    _idle()
+    runs = _Runs(monkeypatch)
+    limit(1.0)
+    with pytest.raises(CompileTimeoutError) as e:
+        compile_source(SLOWER, cfg(), force=True)
+    given_up = time.monotonic()
+    (status, ended), = runs.wait(1)
+    if _cancels():
+        assert status == "NVRTC_ERROR_CANCELLED" and ended - given_up < 10
+        assert "cancelled" in str(e.value) and "background" not in str(e.value)
+    else:
+        assert status == "NVRTC_SUCCESS" and "background" in str(e.value)
+
+
+def test_ctrl_c_cancels_the_parallel_nvrtc_builds_of_a_cell(monkeypatch):
+    """Two configs, two builds in pool threads: Ctrl-C stops both compiles."""
+    _idle()
+    runs = _Runs(monkeypatch)
+    cell = ("//| nvrtc: [--ftz=true]\n" + SLOWER + "\n//| nvrtc: [--ftz=false]\n"
+            + SLOWER.replace("void slow(", "void slow2("))
+    with runs.ctrl_c(2, 0.5) as ctrl_c:
+        with pytest.raises(KeyboardInterrupt):
+            build(cell, {"arch": ARCH}, force=True)
+    ended = runs.wait(2)
+    assert len(ended) == 2
+    if _cancels():
+        assert {s for s, _ in ended} == {"NVRTC_ERROR_CANCELLED"}
+        assert max(t for _, t in ended) - ctrl_c.at < 10
+    else:
+        assert {s for s, _ in ended} == {"NVRTC_SUCCESS"}

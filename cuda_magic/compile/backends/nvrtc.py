@@ -9,19 +9,29 @@ and CUTLASS/CuTe (when the ``nvidia-cutlass`` wheel is installed), and
 cubins across FTZ changes.  In-memory headers (session headers, the standard
 headers of :mod:`..stdheaders`) go to ``nvrtcCreateProgram``.
 
-NVRTC cannot be stopped once ``nvrtcCompileProgram`` runs, so the compile (with its
-PCH steps) runs in a worker thread that the caller waits on in short steps
-(:func:`.limits.wait_for`): Ctrl-C raises KeyboardInterrupt in the cell at once, and
-the compile time limit raises :class:`.limits.CompileTimeoutError`.  The abandoned
-compile runs to completion in the background, the worker destroys its program and
-its result is discarded (a PCH it was creating is still published, under the PCH lock).
+The compile (with its PCH steps) runs in a worker thread that the caller waits on in short
+steps (:func:`.limits.wait_for`): Ctrl-C raises KeyboardInterrupt in the cell at once, and the
+compile time limit raises :class:`.limits.CompileTimeoutError`.  Where NVRTC has
+``nvrtcSetFlowCallback`` (NVRTC 13.x, through cuda.bindings; :func:`can_cancel`), every program
+gets a flow callback that asks NVRTC to cancel once the wait was given up (or the cell's
+parallel builds were: :func:`..parallel.cancel_events`): NVRTC stops at its next checkpoint
+(none during the front end's parse, often seconds apart in the optimiser and ptxas) and
+returns ``NVRTC_ERROR_CANCELLED``.  An older NVRTC cannot be stopped: the abandoned compile
+runs to completion in the background, the worker destroys its program and its result is
+discarded (a PCH it was creating is still published, under the PCH lock).
+
+A precompiled header is an optimisation (:mod:`..pch`): NVRTC failing to write one (a full
+disk), or refusing one we wrote, compiles the cell without it, said once.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import itertools
 import os
 import re
+import threading
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Mapping, Sequence
@@ -29,7 +39,7 @@ from typing import Mapping, Sequence
 from ...errors import clip
 from .. import pch as _pch
 from ..headers import toolkit_dirs
-from ..parallel import doing
+from ..parallel import cancel_events, doing
 from .base import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
 from .limits import ENV, CompileTimeoutError, compile_timeout, wait_for
 
@@ -80,6 +90,59 @@ def _unroll(flags: Sequence[str]) -> tuple[str, ...]:
     return () if said else (UNROLL,)
 
 
+# ---- cancelling a compile: NVRTC's flow callback ---------------------------------------------------
+
+_FLOW_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_watched: dict[int, tuple[threading.Event, ...]] = {}    # payload -> the events that cancel it
+_payloads = itertools.count(1)
+
+
+@_FLOW_TYPE
+def _flow(payload, _reserved):
+    """NVRTC's flow callback (any thread): 1 (cancel) once one of the program's events is set;
+    events are never cleared, so once 1 it stays 1, as NVRTC requires."""
+    return int(any(event.is_set() for event in _watched.get(payload or 0, ())))
+
+
+_FLOW = ctypes.cast(_flow, ctypes.c_void_p).value
+
+
+@functools.cache
+def can_cancel() -> bool:
+    """Whether this NVRTC can cancel a running compile: cuda.bindings has
+    ``nvrtcSetFlowCallback`` and the library takes it (NVRTC 13.x)."""
+    nvrtc = _nvrtc()
+    if not hasattr(nvrtc, "nvrtcSetFlowCallback"):
+        return False
+    err, prog = nvrtc.nvrtcCreateProgram(b"", b"probe.cu", 0, [], [])
+    if int(err) != 0:
+        return False
+    try:
+        return int(nvrtc.nvrtcSetFlowCallback(prog, _FLOW, 0)[0]) == 0
+    except Exception:       # the binding is there, the library's symbol is not
+        return False
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _watch(nvrtc, prog) -> int:
+    """Give ``prog`` the flow callback, watching this thread's cancel events; the payload to
+    :func:`_unwatch` (0: nothing to watch, or NVRTC cannot cancel)."""
+    events = cancel_events()
+    if not events or not can_cancel():
+        return 0
+    key = next(_payloads)
+    _watched[key] = events
+    if int(nvrtc.nvrtcSetFlowCallback(prog, _FLOW, key)[0]) != 0:
+        del _watched[key]
+        return 0
+    return key
+
+
+def _unwatch(key: int) -> None:
+    _watched.pop(key, None)
+
+
 def _check(result, what: str) -> None:
     err = result[0] if isinstance(result, tuple) else result
     if int(err) != 0:
@@ -109,6 +172,7 @@ def _run(nvrtc, source: str, argv: Sequence[str], headers: Mapping[str, str],
                                          [headers[n].encode() for n in names],
                                          [n.encode() for n in names])
     _check((err,), "create program")
+    watching = _watch(nvrtc, prog)
     try:
         for expr in name_expressions:
             _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"add name {expr!r}")
@@ -133,6 +197,7 @@ def _run(nvrtc, source: str, argv: Sequence[str], headers: Mapping[str, str],
                      ptx.decode("utf-8", "replace"))
         return status, log, out, pch, need
     finally:
+        _unwatch(watching)
         nvrtc.nvrtcDestroyProgram(prog)
 
 
@@ -151,12 +216,16 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
         return wait_for(
             lambda: _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch),
             timeout=limit, name="cuda-magic nvrtc", what="compiling with nvrtc",
-            on_timeout=lambda: CompileTimeoutError(
-                "nvrtc", limit, argv, source, FILENAME,
-                "NVRTC cannot be stopped: the compile was abandoned (it finishes in the background "
-                "and its result is discarded)", ENV))
+            on_timeout=lambda: CompileTimeoutError("nvrtc", limit, argv, source, FILENAME,
+                                                   _ABANDONED[can_cancel()], ENV))
     except CompileError as exc:
         raise _name_note(exc, name_expressions)
+
+
+_ABANDONED = {
+    True: "The compile was abandoned and cancelled (NVRTC stops at its next checkpoint)",
+    False: "This NVRTC cannot be stopped: the compile was abandoned (it finishes in the "
+           "background and its result is discarded)"}
 
 
 def _name_note(exc: CompileError, names: Sequence[str]) -> CompileError:
@@ -173,32 +242,56 @@ def _name_note(exc: CompileError, names: Sequence[str]) -> CompileError:
 
 def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch) -> Output:
     """The compile itself (in the worker thread), with a precompiled header when it helps."""
-    use = _pch.plan(source, argv, headers, pch) if pch is not None and target_format != "ptx" \
-        and version_tuple() >= (12, 8) else None
+    plan = (lambda: _pch.plan(source, argv, headers, pch)) if pch is not None \
+        and target_format != "ptx" and version_tuple() >= (12, 8) else (lambda: None)
+    use = plan()
+    if use and not use[1]:
+        with doing(PCH_NOTE), _pch.lock():
+            use = plan()            # another thread may have made it while this one waited
+            if use and not use[1]:
+                out = _create(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
+                if out is not None:
+                    return out
     if use and use[1]:
-        with_pch = (*argv, f"--use-pch={use[0]}")
-        status, log, out, *_ = _run(nvrtc, source, with_pch, headers, name_expressions,
-                                    target_format)
+        out = _use(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
         if out is not None:
-            return replace(out, pch="used" if "using precompiled header" in log else "")
-        if "precompiled header" not in log:     # the cell's own error
-            raise CompileError("nvrtc", log or status.name, with_pch, source, FILENAME)
-    elif use:
-        with _pch.lock(), doing(PCH_NOTE):
-            return _create(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
+            return out
     status, log, out, *_ = _run(nvrtc, source, argv, headers, name_expressions, target_format)
     if out is None:
         raise CompileError("nvrtc", log or status.name, argv, source, FILENAME)
     return out
 
 
+_USED = "using precompiled header"
+
+
+def _use(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output | None:
+    """Compile with the PCH at ``path``; None when NVRTC would not use it (then it is removed,
+    so the next compile makes it again, and this one compiles without it)."""
+    with_pch = (*argv, f"--use-pch={path}")
+    status, log, out, *_ = _run(nvrtc, source, with_pch, headers, name_expressions, target_format)
+    if _USED in log:
+        if out is None:         # the cell's own error, below the includes
+            raise CompileError("nvrtc", log or status.name, with_pch, source, FILENAME)
+        return replace(out, pch="used")
+    if out is None and int(status) == int(nvrtc.nvrtcResult.NVRTC_ERROR_CANCELLED):
+        raise CompileError("nvrtc", log or status.name, with_pch, source, FILENAME)
+    _pch.refused(path)          # invalid (warning #626), or it broke the compile: made again next
+    return out                  # time; a failed compile is compiled again without it
+
+
 PCH_NOTE = "building a one-off precompiled header"
 _PCH_HEAP = 512 << 20   # NVRTC's default is 256 MiB; a CUB cell needs ~120 MiB (~300 before UNROLL)
+_WRITE_FAULT = re.compile(r"(?:error|warning)[^\n]*?(?:PCH file|precompiled header)[^\n]*", re.I)
 
 
-def _create(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output:
-    """Compile while writing the PCH (growing NVRTC's PCH heap once if it is too small)."""
+def _create(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output | None:
+    """Compile while writing the PCH (growing NVRTC's PCH heap once if it is too small).  None
+    when NVRTC could not write the PCH (a full disk: said once by :func:`..pch.write_failed`)
+    and the compile failed for it: the caller compiles without one."""
     tmp = f"{path}.{os.getpid()}.tmp"
+    if os.path.lexists(tmp) and not os.path.isdir(tmp):
+        os.unlink(tmp)          # ours, left by an interrupted process
     create = (*argv, f"--create-pch={tmp}")
     if nvrtc.nvrtcGetPCHHeapSize()[1] < _PCH_HEAP:   # a reservation, not memory in use
         nvrtc.nvrtcSetPCHHeapSize(_PCH_HEAP)
@@ -209,11 +302,17 @@ def _create(nvrtc, source, argv, headers, name_expressions, target_format, path)
             break
         step = 64 << 20         # the heap was too small: grow it and make the PCH again, once
         nvrtc.nvrtcSetPCHHeapSize((need + step - 1) // step * step)
-    made = pch == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.isfile(tmp)
+    made = pch == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.isfile(tmp) \
+        and not os.path.islink(tmp)
     if made:        # the PCH holds the leading directives only: kept even when the body failed,
-        _pch.created(tmp, path)     # so the compile after fixing a typo uses it
-    elif os.path.exists(tmp):
+        made = _pch.created(tmp, path)     # so the compile after fixing a typo uses it
+    elif os.path.lexists(tmp) and not os.path.isdir(tmp):
         os.unlink(tmp)
+    fault = None if made else _WRITE_FAULT.search(log)
+    if fault:
+        _pch.write_failed(os.path.dirname(path), clip(fault.group().strip(), 200))
+        if out is None:
+            return None
     if out is None:
         raise CompileError("nvrtc", log or status.name, create, source, FILENAME)
     return replace(out, pch="created") if made else out

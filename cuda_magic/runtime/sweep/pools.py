@@ -5,6 +5,12 @@ free; :class:`DaskPool` runs the same jobs as Dask tasks, each worker with a hel
 (``dask-cuda``'s ``LocalCUDACluster`` pins one worker per GPU); the arrays travel to the
 workers once (``client.scatter``), the binaries with their jobs.  A helper that dies or hangs
 becomes its job's Outcome (``fault``, ``timeout``), and the next job starts a fresh one.
+
+Ending a sweep (Ctrl-C) ends what it started: :meth:`LocalPool.close` ends its helpers all at
+once (their input closed together, one grace period for all, then killed), and
+:meth:`DaskPool.close` cancels the sweep's tasks and ends the helper of every worker (a task
+still waiting on its helper then returns at once).  A helper also ends on its own when the
+notebook is gone (:func:`~.protocol.watch`).
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ from .jobs import Job, Outcome, SweepError
 from .protocol import ARRAYS, READY, REFERENCE
 
 __all__ = ["Helper", "LocalPool", "DaskPool", "local_pool", "close_pools", "dask_task",
-           "START_TIMEOUT_S", "MODULE"]
+           "START_TIMEOUT_S", "GRACE_S", "MODULE"]
 
 START_TIMEOUT_S = 120.0      # a helper's start: Python, NumPy, CUDA's context
+GRACE_S = 2.0                # a helper's time to end after its input closes, before it is killed
 MODULE = "cuda_magic.runtime.sweep"
 
 
@@ -65,6 +72,7 @@ class Helper:
         self._log = tempfile.TemporaryFile()
         self.proc = transport.spawn(MODULE, env, stderr=self._log)
         self.label = ""
+        self._shared = self._reference = None      # a new process holds no arrays yet
         return self
 
     def _ready(self) -> None:
@@ -123,21 +131,54 @@ class Helper:
             self.close()
         return outcome
 
-    def close(self) -> None:
+    def kill(self) -> None:
+        """Kill the process now, from any thread: a call waiting on it (:meth:`run`) then
+        returns at once, and cleans up."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.kill()
+            except OSError:
+                pass
+
+    def end(self):
+        """Ask the process to end (its input closes) and forget it; :func:`finish` waits for it.
+        Returns what :func:`finish` takes."""
         proc, self.proc = self.proc, None
+        log, self._log = self._log, None
+        self._shared = self._reference = None
+        self.label = ""
         if proc is not None:
             try:
                 proc.stdin.close()
-                proc.wait(2)
-            except (OSError, subprocess.TimeoutExpired):
-                proc.kill()
+            except OSError:
+                pass
+        return proc, log
+
+    def close(self) -> None:
+        finish([self.end()])
+
+
+def finish(ended, grace: float | None = None) -> None:
+    """Wait for helpers that :meth:`Helper.end` asked to end, ``grace`` seconds for all of them
+    together (not each in turn), then kill those still running."""
+    deadline = time.monotonic() + (GRACE_S if grace is None else grace)
+    for proc, _ in ended:
+        if proc is None:
+            continue
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    for proc, log in ended:
+        if proc is not None:
+            try:
                 proc.wait()
-            proc.stdout.close()
-        self._shared = self._reference = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        self.label = ""
+                proc.stdout.close()
+            except OSError:
+                pass
+        if log is not None:
+            log.close()
 
 
 def _visible(count: int) -> list[str]:
@@ -217,8 +258,7 @@ class LocalPool:
     def close(self) -> None:
         """End the helpers now (a sweep was interrupted, or the session ends)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for h in self.helpers:
-            h.close()
+        finish([h.end() for h in self.helpers])      # together: one grace period for all
         if _pools.get(self.gpus) is self:
             del _pools[self.gpus]
 
@@ -248,7 +288,19 @@ def close_pools() -> None:
 atexit.register(close_pools)
 
 
-_worker: dict = {"helper": None, "lock": threading.Lock(), "reference": (None, None)}
+_worker: dict = {"helper": None, "lock": threading.Lock(), "reference": (None, None),
+                 "stopped": set()}
+
+
+def _dask_stop(token: str | None = None) -> None:
+    """On each worker (``client.run``, and at the worker's exit): sweep ``token`` is over, so
+    its tasks still queued there start no helper, and the worker's helper process is killed now
+    (without the task lock: a task waiting on that helper returns at once)."""
+    if token is not None:
+        _worker["stopped"].add(token)
+    helper = _worker["helper"]
+    if helper is not None:
+        helper.kill()
 
 
 def _dask_reference(token: str, reference: tuple) -> None:
@@ -261,8 +313,11 @@ def dask_task(job: Job, arrays: Mapping[str, Any], token: str) -> Outcome:
     restarted after a fault), so a faulting kernel never takes the worker down; the sweep's
     arrays (``token``) go to that process once."""
     with _worker["lock"]:
+        if token in _worker["stopped"]:
+            return Outcome(job.index, "error", "the sweep was stopped", "SweepError")
         if _worker["helper"] is None:
             _worker["helper"] = Helper(None)
+            atexit.register(_dask_stop)
         helper = _worker["helper"]
         try:
             helper.share(token, arrays)
@@ -304,12 +359,15 @@ class DaskPool:
         self.workers = len(workers)
         self._arrays = client.scatter(dict(arrays), broadcast=True) if arrays else {}
         self._token = os.urandom(8).hex()
+        self._futures: list = []
 
     def describe(self) -> str:
         return f"Dask, {self.workers} worker{'s' * (self.workers != 1)}"
 
     def submit(self, job: Job):
-        return self.client.submit(dask_task, job, self._arrays, self._token, pure=False)
+        future = self.client.submit(dask_task, job, self._arrays, self._token, pure=False)
+        self._futures.append(future)
+        return future
 
     def set_reference(self, arrays: Mapping[str, Any], rtol, atol) -> None:
         """The outputs later tasks are compared with on their worker (sent to every worker)."""
@@ -332,4 +390,16 @@ class DaskPool:
                            f"{str(exc)[:500]}", type(exc).__name__)
 
     def close(self) -> None:
-        pass
+        """End the sweep now (Ctrl-C): cancel its tasks, and on every worker mark it stopped and
+        kill that worker's helper process, so a task already running returns at once and no
+        queued one starts a helper.  A cluster that is gone or broken is left as it is."""
+        futures, self._futures = self._futures, []
+        if futures:
+            try:
+                self.client.cancel(futures, force=True)
+            except Exception:
+                pass
+        try:
+            self.client.run(_dask_stop, self._token)
+        except Exception:
+            pass

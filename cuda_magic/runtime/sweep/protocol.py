@@ -10,11 +10,17 @@ from the notebook is one of
   (:func:`~cuda_magic.runtime.outputs.references`), so only the verdict goes back;
 - a :class:`~.jobs.Job`, answered with its :class:`~.jobs.Outcome`.
 
-It exits after a fault (CUDA is over for this process) or at the end of its input.
+It exits after a fault (CUDA is over for this process) or at the end of its input.  It also
+exits when the notebook is gone while a job runs (:func:`watch`: its input hung up, or its
+parent process changed), so a helper never outlives the process that started it.
 :class:`~.pools.Helper` is the notebook's end.
 """
 
 from __future__ import annotations
+
+import os
+import select
+import threading
 
 from .. import driver
 from ..helper import transport
@@ -22,9 +28,37 @@ from ..outputs import references
 from .jobs import Outcome
 from .replay import DeviceArray, label, run_job
 
-__all__ = ["serve", "main", "ARRAYS", "REFERENCE", "READY", "FAILED"]
+__all__ = ["serve", "main", "watch", "WATCH_S", "ARRAYS", "REFERENCE", "READY", "FAILED"]
 
 ARRAYS, REFERENCE, READY, FAILED = "arrays", "reference", "ready", "failed"
+WATCH_S = 0.5        # how often the helper looks for its notebook
+
+
+def watch(inp: int = 0, interval: float = WATCH_S) -> threading.Thread:
+    """End this process (``os._exit``) as soon as the notebook is gone, even while a job runs:
+    its end of ``inp`` hung up (it closed it, or died: a SIGKILLed notebook too) or the parent
+    process changed (the notebook died and this process was handed to another).  A daemon
+    thread; the serving loop ends at the end of its input by itself when idle."""
+    parent = os.getppid()
+
+    def loop() -> None:
+        poller = select.poll() if hasattr(select, "poll") else None
+        if poller is not None:
+            poller.register(inp, select.POLLHUP | select.POLLERR)
+        while True:
+            if poller is not None:
+                events = poller.poll(interval * 1000)
+                gone = any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                           for _, ev in events)
+            else:
+                threading.Event().wait(interval)
+                gone = False
+            if gone or os.getppid() != parent:
+                os._exit(0)
+
+    thread = threading.Thread(target=loop, name="cuda-magic helper watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def serve(inp: int, out: int) -> None:
@@ -68,5 +102,7 @@ def serve(inp: int, out: int) -> None:
 def main() -> int:
     # The protocol owns the original stdout; anything the kernels or libraries print goes to
     # stderr, so it cannot corrupt a frame.
-    serve(*transport.serving())
+    inp, out = transport.serving()
+    watch(inp)
+    serve(inp, out)
     return 0

@@ -1,0 +1,358 @@
+"""The measuring calls and their views under hostile input, and how a Timing says the L2 stood; CPU.
+
+Launches and ``k.bench`` run through the stub driver of ``benchmarks/fake_driver.py``, extended
+here with what ``bench.measure`` calls (events, the flush memset, stream capture, graphs), so
+the Timing a bench returns is built by the same code as on a GPU; only the times are made up.
+"""
+
+import io
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import cuda_magic
+from cuda_magic import Error
+from cuda_magic.cell import build, line_config
+from cuda_magic.errors import (ArgumentError, ArgumentRangeError, BenchError, NoKernelError,
+                               ShowError, quote)
+from cuda_magic.runtime import Kernel, bench, bench_history
+from cuda_magic.runtime.bench import Timing
+from cuda_magic.runtime.peaks import Device
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "benchmarks"))
+import fake_driver as fd  # noqa: E402
+
+SCALE = r'''
+extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * a;
+}
+'''
+
+BIG = 10 ** 5000            # more digits than Python's int->str limit (4300)
+SHORT = 400                 # characters a short message stays under
+
+# a GPU whose L2 is 1 MiB, so the flush buffer the fake allocates stays small
+SMALL_L2 = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+            "MULTIPROCESSOR_COUNT": 132, "CLOCK_RATE": 1980000, "MEMORY_CLOCK_RATE": 3201000,
+            "GLOBAL_MEMORY_BUS_WIDTH": 6016, "L2_CACHE_SIZE": 1 << 20}
+
+
+class _Enum:
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+class BenchDriver(fd._CountingDriver):
+    """The stub driver plus what ``bench.measure`` calls; it records the order of the stream's
+    commands (``log``): flushes, event records, launches, graph launches."""
+
+    CUstream_flags = _Enum(CU_STREAM_NON_BLOCKING=1)
+    CUstreamCaptureMode = _Enum(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=1)
+
+    def __init__(self):
+        super().__init__()
+        self.log, self.capturing, self.captured, self.handles = [], None, {}, 0x9000
+
+    def _new(self):
+        self.handles += 1
+        return fd._Handle(self.handles)
+
+    def cuEventCreate(self, flags):
+        return (fd.CUresult(0), self._new())
+
+    def cuEventRecord(self, e, s):
+        self.log.append("event")
+        return (fd.CUresult(0),)
+
+    def cuEventSynchronize(self, e):
+        return (fd.CUresult(0),)
+
+    def cuEventElapsedTime(self, a, z):
+        return (fd.CUresult(0), 0.02)
+
+    def cuEventDestroy(self, e):
+        return (fd.CUresult(0),)
+
+    def cuMemsetD8Async(self, ptr, value, n, s):
+        self.log.append("flush" if self.capturing is None else "captured flush")
+        return (fd.CUresult(0),)
+
+    def cuLaunchKernel(self, *a):
+        if self.capturing is not None:
+            self.capturing.append("launch")
+            return (fd.CUresult(0),)
+        self.log.append("launch")
+        return super().cuLaunchKernel(*a)
+
+    def cuStreamCreate(self, flags):
+        return (fd.CUresult(0), self._new())
+
+    def cuStreamDestroy(self, s):
+        return (fd.CUresult(0),)
+
+    def cuStreamBeginCapture(self, s, mode):
+        self.capturing = []
+        return (fd.CUresult(0),)
+
+    def cuStreamEndCapture(self, s):
+        g = self._new()
+        self.captured[int(g)], self.capturing = self.capturing, None
+        return (fd.CUresult(0), g)
+
+    def cuGraphInstantiate(self, g, flags):
+        ex = self._new()
+        self.captured[int(ex)] = self.captured[int(g)]
+        return (fd.CUresult(0), ex)
+
+    def cuGraphLaunch(self, ex, s):
+        self.log.append(("graph", tuple(self.captured[int(ex)])))
+        return (fd.CUresult(0),)
+
+    def cuGraphDestroy(self, g):
+        return (fd.CUresult(0),)
+
+    def cuGraphExecDestroy(self, ex):
+        return (fd.CUresult(0),)
+
+
+@pytest.fixture(scope="module")
+def module():
+    return build(SCALE, line_config(arch="sm_90"))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    f = fd.install(counting=False)
+    bd = BenchDriver()
+    bd.saved = f.saved
+    from cuda_magic.runtime import driver
+    driver._state["api"] = bd
+    monkeypatch.setattr(bench, "device_info", lambda: Device.from_attributes(SMALL_L2, "Fake GPU"))
+    monkeypatch.setattr(bench, "nvml_reader", lambda dev: "SM clock not read (no NVML here)")
+    monkeypatch.setattr(bench, "_SCRATCH", {})
+    monkeypatch.setattr(bench, "_GATES", {})
+    yield bd
+    fd.uninstall(bd)
+    bench_history.clear_history()
+
+
+def scale_kernel(fake, module) -> Kernel:
+    proto = module.scale
+    k = Kernel(proto.name, proto.params, proto.result, proto.symbol, False)
+    fake.register(k)
+    return k.load()
+
+
+def short(exc_info, *words):
+    """The error is cuda-magic's, one short line (or a few), and names each of ``words``."""
+    msg = str(exc_info.value)
+    assert isinstance(exc_info.value, Error), type(exc_info.value)
+    assert len(msg) < SHORT, msg
+    for w in words:
+        assert w in msg, (w, msg)
+    return msg
+
+
+# ---- the measuring calls' options ------------------------------------------------------
+
+@pytest.mark.parametrize("call, word", [
+    (lambda k: k.profile(1, 4, None, None, 1.0, 4, metrics=5), "metrics"),
+    (lambda k: k.profile(1, 4, None, None, 1.0, 4, metrics=[5]), "metrics"),
+    (lambda k: k.check(1, 4, None, None, 1.0, 4, options=None), "options"),
+    (lambda k: k.check(1, 4, None, None, 1.0, 4, options=5), "options"),
+    (lambda k: k.check(1, 4, None, None, 1.0, 4, options=[None]), "options"),
+])
+def test_profile_and_check_options_of_the_wrong_type(module, call, word):
+    """``metrics=5`` and ``options=None`` were a raw TypeError ("'int' object is not iterable")."""
+    with pytest.raises(ArgumentError) as exc:
+        call(module.scale)
+    short(exc, word)
+
+
+# ---- integers past the int->str limit ---------------------------------------------------
+
+def test_quote_never_fails():
+    assert quote(BIG) == quote(-BIG) == "<int>"
+    assert quote((1, BIG, "x")) == "(1, <int>, 'x')"       # inside a structure too
+    assert quote([BIG] * 100) == "[" + "<int>, " * 8 + "...]"
+
+    class Raises:
+        def __repr__(self):
+            raise RuntimeError("no repr")
+    assert quote(Raises()).startswith("<") and quote([Raises()]).startswith("[<")
+
+
+@pytest.mark.parametrize("launch, error, words", [
+    (lambda k, x: k[1, 4](x, x, BIG, 4), ArgumentRangeError, ["'a'", "float"]),
+    (lambda k, x: k[1, 4](x, x, 1.0, BIG), ArgumentRangeError, ["'n'", "int"]),
+    (lambda k, x: k[1, 4](x, x, 1.0, -BIG), ArgumentRangeError, ["'n'"]),
+    (lambda k, x: k[-BIG, 4](x, x, 1.0, 4), ArgumentError, ["grid"]),
+    (lambda k, x: k[BIG, 4](x, x, 1.0, 4), ArgumentError, ["grid"]),
+    (lambda k, x: k[1, (4, BIG)](x, x, 1.0, 4), ArgumentError, ["block"]),
+    (lambda k, x: k[1, 4, BIG](x, x, 1.0, 4), ArgumentError, ["shared_mem"]),
+    (lambda k, x: k[1, 4, -BIG](x, x, 1.0, 4), ArgumentError, ["shared_mem"]),
+    (lambda k, x: k[1, 4, 0, BIG](x, x, 1.0, 4), ArgumentError, ["stream"]),
+    (lambda k, x: k.bench(1, 4, x, x, BIG, 4), ArgumentRangeError, ["'a'"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, repeat=-BIG), BenchError, ["repeat"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, warmup=-BIG), BenchError, ["warmup"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, graph=-BIG), BenchError, ["graph"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, nbytes=BIG), BenchError, ["nbytes"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, flops=-BIG), BenchError, ["flops"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, dtype=BIG), BenchError, ["dtype"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, flush=BIG), BenchError, ["flush"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, shared_mem=BIG), ArgumentError, ["shared_mem"]),
+    (lambda k, x: k.bench(1, 4, x, x, 1.0, 4, shared_mem="x"), ArgumentError, ["shared_mem"]),
+    (lambda k, x: k.bench(BIG, 4, x, x, 1.0, 4), ArgumentError, ["grid"]),
+    (lambda k, x: k.check(1, 4, x, x, 1.0, 4, tool=BIG), ArgumentError, ["tool"]),
+    (lambda k, x: k.check(1, 4, x, x, 1.0, 4, print_limit=-BIG), ArgumentError, ["print_limit"]),
+    (lambda k, x: k.profile(1, 4, x, x, 1.0, 4, set=BIG), ArgumentError, ["set"]),
+    (lambda k, x: k.profile(1, 4, x, x, 1.0, 4, clock_control=BIG), ArgumentError, ["clock_control"]),
+    (lambda k, x: k.profile(1, 4, x, x, 1.0, 4, metrics=[BIG]), ArgumentError, ["metrics"]),
+])
+def test_huge_integers_in_launch_and_bench_arguments(fake, module, launch, error, words):
+    """An int of 5,001 digits anywhere a launch, bench, profile or check takes a value was a
+    ValueError from quoting it ("Exceeds the limit (4300 digits) for integer string
+    conversion"); now it is the short error of that value."""
+    k = scale_kernel(fake, module)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(error) as exc:
+        launch(k, x)
+    msg = short(exc, *words)
+    assert "<int>" in msg or "'x'" in msg                       # the value, quoted
+    assert fake.launches == 0 and "launch" not in fake.log
+
+
+# ---- a Module's keys -------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", [5, None, BIG, 1.5, b"scale", ["scale"], ("scale",)],
+                         ids=["5", "None", "BIG", "1.5", "bytes", "list", "tuple"])
+def test_module_keys_that_are_not_names(module, key):
+    """``m[5]``/``m[None]`` were a TypeError from ``re.sub``; an unhashable key a TypeError from
+    the dict.  Now a cuda-magic error naming the key: a TypeError (not a str) that is also the
+    NoKernelError (a KeyError) a missing kernel is."""
+    with pytest.raises(TypeError) as exc:
+        module[key]
+    assert isinstance(exc.value, NoKernelError) and isinstance(exc.value, KeyError)
+    msg = short(exc, "str")
+    assert quote(key, 80) in msg
+    for call in (lambda: module.result_of(key), lambda: module.config_of(key),
+                 lambda: module.kernel_for(key, "sm_90")):
+        with pytest.raises(NoKernelError):
+            call()
+    with pytest.raises(NoKernelError) as exc:
+        module.result_of("scale", BIG)               # an arch that is not a name: quoted
+    short(exc, "<int>")
+    assert module["scale"] is module.scale           # names still work
+
+
+# ---- show(file=...) --------------------------------------------------------------------
+
+def _closed():
+    s = io.StringIO()
+    s.close()
+    return s
+
+
+@pytest.mark.parametrize("make", [lambda: 5, object, io.BytesIO, _closed,
+                                  lambda: open(os.devnull),                  # read-only
+                                  lambda: open(os.devnull, "wb")])           # binary
+def test_show_to_a_file_that_is_not_a_writable_text_stream(make):
+    """``show(..., file=x)`` was an AttributeError (no ``write``), a TypeError (bytes stream),
+    a ValueError (closed) or io.UnsupportedOperation (read-only); now a ShowError naming file."""
+    t = Timing.from_samples([0.01] * 10)
+    f = make()
+    try:
+        with pytest.raises(ShowError) as exc:
+            cuda_magic.show(t, file=f)
+        short(exc, "file=")
+    finally:
+        if hasattr(f, "close"):
+            f.close()
+    out = io.StringIO()
+    cuda_magic.show(t, file=out)                     # a text stream still works
+    assert out.getvalue().startswith("kernel[grid=")
+
+    class Collect(io.TextIOBase):                    # writable() is False: only write() is defined
+        def __init__(self):
+            self.got = []
+
+        def write(self, s):
+            self.got.append(s)
+            return len(s)
+    c = Collect()
+    cuda_magic.show(t, file=c)
+    assert "".join(c.got) == out.getvalue()
+
+
+def test_show_still_raises_its_own_errors_first():
+    t = Timing.from_samples([0.01] * 10)
+    with pytest.raises(ShowError, match="what="):
+        cuda_magic.show(t, "nope", file=io.StringIO())
+    with pytest.raises(ShowError) as exc:
+        cuda_magic.show(t, BIG, file=io.StringIO())  # quoting the part cannot fail
+    short(exc, "what=")
+
+
+# ---- how the L2 was treated, in the Timing and every view ------------------------------
+
+WARM_GRAPH = "warm after the first launch of each graph of 20"
+
+
+def _views(t):
+    out = io.StringIO()
+    cuda_magic.show(t, file=out)
+    return cuda_magic.view(t).text(), cuda_magic.view(t).html(), out.getvalue()
+
+
+def test_bench_graph_says_the_l2_is_warm_inside_the_graph(fake, module):
+    """``k.bench(graph=True)`` flushes the L2 before each graph of 20 launches only, so every
+    launch but the first of a graph finds what the one before left in L2.  The Timing records
+    it (``l2``) and the text, the HTML and ``show`` say it; a one-by-one bench says cold."""
+    k = scale_kernel(fake, module)
+    t = k.bench(1, 4, None, None, 1.0, 4, repeat=6, warmup=1, graph=True)
+    timed = fake.log[fake.log.index("flush"):]
+    graph = ("graph", ("launch",) * 20)
+    assert timed[:4] == ["flush", "event", graph, "event"]        # one flush per graph of 20
+    assert timed.count("flush") == 6 and "captured flush" not in fake.log
+    assert t.l2.startswith(WARM_GRAPH) and t.to_dict()["l2"] == t.l2
+    text, html, shown = _views(t)
+    for view in (text, html, shown):
+        assert WARM_GRAPH in view, view
+    assert WARM_GRAPH in text.split("\n")[0]                     # in the headline itself
+    assert ">L2</td>" in html                                    # a row of the table
+
+    fake.log.clear()
+    one = k.bench(1, 4, None, None, 1.0, 4, repeat=6, warmup=1)
+    assert fake.log[fake.log.index("flush"):][:4] == ["flush", "event", "launch", "event"]
+    assert one.l2.startswith("cold") and "L2 warm" not in cuda_magic.view(one).text()
+    off = k.bench(1, 4, None, None, 1.0, 4, repeat=6, warmup=1, flush=False, graph=4)
+    assert off.l2.startswith("warm") and "graph of 4" not in off.l2
+    for view in _views(off):
+        assert off.l2 in view
+
+
+@pytest.mark.parametrize("kw, l2", [
+    ({"flush": True, "graph": 20}, WARM_GRAPH),
+    ({"flush": True, "graph": 5}, "warm after the first launch of each graph of 5"),
+    ({"flush": True}, "cold"),
+    ({}, "warm"),                                   # a Timing from elsewhere: nothing flushed
+])
+def test_timings_built_by_hand_say_how_the_l2_was_treated(kw, l2):
+    t = Timing.from_samples([0.01] * 10, **kw)
+    assert t.l2.startswith(l2)
+    for view in _views(t):
+        assert t.l2 in view
+
+
+@pytest.mark.parametrize("name", [BIG, 5, ["k"]], ids=["BIG", "5", "list"])
+def test_history_of_names_that_are_not_names(name):
+    """``clear_history(["k"])`` was a TypeError from the dict (unhashable), ``clear_history(5)``
+    did nothing; both are the HistoryError ``history(5)`` already was, quoting the value."""
+    for call in (cuda_magic.history, cuda_magic.clear_history):
+        with pytest.raises(cuda_magic.HistoryError) as exc:
+            call(name)
+        short(exc, quote(name))

@@ -478,3 +478,14 @@ class ArgumentError(Error, TypeError):
 
 class ArgumentRangeError(Error, OverflowError):
     """A number that does not fit the parameter's declared C type."""
+
+
+# -- compiling: internal ---------------------------------------------------------------------
+
+
+class Untrusted(Exception):
+    """A file or directory the cache will not use (the message says why)."""
+
+
+class Cancelled(Exception):
+    """The wait for the builds of a cell was given up (Ctrl-C): a build still running stops."""

@@ -277,8 +277,9 @@ def test_every_error_class_is_defined_in_errors_py():
     is a second place (modules import their errors from cuda_magic/errors.py)."""
     import ast
     from cuda_magic import errors
-    exceptions = {n for n in dir(__builtins__ if isinstance(__builtins__, dict) else __builtins__)
-                  if n.endswith(("Error", "Exception", "Interrupt", "Exit"))} | {"Error"}
+    import builtins
+    exceptions = {n for n, v in vars(builtins).items()
+                  if isinstance(v, type) and issubclass(v, BaseException)} | {"Error"}
     exceptions |= {n for n in dir(errors) if isinstance(getattr(errors, n), type)
                    and issubclass(getattr(errors, n), BaseException)}
     elsewhere = []

@@ -40,6 +40,7 @@ from typing import Any, Mapping
 
 from .. import settings
 from .backends.base import InputTypeError
+from ..errors import Untrusted
 
 __all__ = ["Cache", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_ENTRY_BYTES", "secret_path"]
 
@@ -65,31 +66,27 @@ def _euid() -> int | None:
     return os.geteuid() if hasattr(os, "geteuid") else None
 
 
-class _Untrusted(Exception):
-    """A file or directory the cache will not use (the message says why)."""
-
-
 def _check_owned(st: os.stat_result, what: str, path: str, *, private: bool = False) -> None:
     uid = _euid()
     if uid is not None and st.st_uid != uid:
-        raise _Untrusted(f"{what} {path} belongs to uid {st.st_uid}, not to this user (uid {uid})")
+        raise Untrusted(f"{what} {path} belongs to uid {st.st_uid}, not to this user (uid {uid})")
     if st.st_mode & (0o077 if private else 0o022):
-        raise _Untrusted(f"{what} {path} has mode {stat.S_IMODE(st.st_mode):o}: "
+        raise Untrusted(f"{what} {path} has mode {stat.S_IMODE(st.st_mode):o}: "
                          f"{'readable or writable' if private else 'writable'} by other users")
 
 
-def _read_checked(path: str, limit: int, *, private: bool = False) -> bytes:
+def read_checked(path: str, limit: int, *, private: bool = False) -> bytes:
     """The bytes of ``path``: never through a symlink, never blocking (FIFOs), a regular
     file of ours that nobody else can write, at most ``limit`` bytes.  Raises OSError or
-    _Untrusted."""
+    Untrusted."""
     fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise _Untrusted(f"{path} is not a regular file")
+            raise Untrusted(f"{path} is not a regular file")
         _check_owned(st, "file", path, private=private)
         if st.st_size > limit:
-            raise _Untrusted(f"{path} is larger than {limit} bytes")
+            raise Untrusted(f"{path} is larger than {limit} bytes")
         chunks, left = [], st.st_size + 1     # one more, to see a file that grew
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 22))
@@ -99,20 +96,20 @@ def _read_checked(path: str, limit: int, *, private: bool = False) -> bytes:
             left -= len(chunk)
         data = b"".join(chunks)
         if len(data) > st.st_size or len(data) > limit:
-            raise _Untrusted(f"{path} changed while it was read")
+            raise Untrusted(f"{path} changed while it was read")
         return data
     finally:
         os.close(fd)
 
 
-def _check_dir(path: str, what: str) -> None:
+def check_dir(path: str, what: str) -> None:
     st = os.stat(path)      # a symlink to a directory is fine; the directory itself is checked
     if not stat.S_ISDIR(st.st_mode):
-        raise _Untrusted(f"{what} {path} is not a directory")
+        raise Untrusted(f"{what} {path} is not a directory")
     _check_owned(st, what, path)
 
 
-def _make_dir(path: str) -> None:
+def make_dir(path: str) -> None:
     """Create ``path`` 0700 if it does not exist (its missing parents get the default
     mode); an existing directory is left exactly as it is."""
     if os.path.lexists(path):
@@ -133,19 +130,19 @@ def secret_path() -> str:
     return os.path.join(os.path.abspath(base), "cuda-magic", _SECRET_NAME)
 
 
-def _secret_at(path: str) -> bytes:
+def secret_at(path: str) -> bytes:
     """The secret in ``path``, created (0600, exclusively) if absent.  Raises OSError or
-    _Untrusted when it cannot be used."""
+    Untrusted when it cannot be used."""
     for _ in range(100):
         try:
-            data = _read_checked(path, _SECRET_BYTES, private=True)
+            data = read_checked(path, _SECRET_BYTES, private=True)
         except FileNotFoundError:
             _create_secret(path)
             continue
         if len(data) == _SECRET_BYTES:
             return data
         time.sleep(0.01)    # another process is between creating and filling it
-    raise _Untrusted(f"the cache secret {path} is not {_SECRET_BYTES} bytes")
+    raise Untrusted(f"the cache secret {path} is not {_SECRET_BYTES} bytes")
 
 
 def _create_secret(path: str) -> None:
@@ -184,11 +181,11 @@ def _create_secret(path: str) -> None:
             pass
 
 
-def _user_secret() -> bytes:
+def user_secret() -> bytes:
     path = secret_path()
-    _make_dir(os.path.dirname(path))
-    _check_dir(os.path.dirname(path), "the secret's directory")
-    return _secret_at(path)
+    make_dir(os.path.dirname(path))
+    check_dir(os.path.dirname(path), "the secret's directory")
+    return secret_at(path)
 
 
 def _mac(secret: bytes, key: str, payload: bytes) -> str:
@@ -276,7 +273,7 @@ class Cache:
         if self.requested:
             try:
                 self._open(os.path.abspath(os.path.expanduser(self.requested)))
-            except (OSError, _Untrusted, ValueError) as e:
+            except (OSError, Untrusted, ValueError) as e:
                 self.directory, self._secret = None, None
                 self.problem = str(e)
                 warnings.warn(f"cuda-magic: not using {self.requested!r} as the compile cache "
@@ -336,12 +333,12 @@ class Cache:
 
     # ---- disk ----
     def _open(self, path: str) -> None:
-        _make_dir(path)
-        _check_dir(path, "the cache directory")
+        make_dir(path)
+        check_dir(path, "the cache directory")
         try:
-            self._secret = _user_secret()
-        except (OSError, _Untrusted):   # no usable per-user secret: keep one in the directory
-            self._secret = _secret_at(os.path.join(path, _FALLBACK_SECRET))
+            self._secret = user_secret()
+        except (OSError, Untrusted):   # no usable per-user secret: keep one in the directory
+            self._secret = secret_at(os.path.join(path, _FALLBACK_SECRET))
         self.directory = path
         self._remove_stale_tmp()
 
@@ -378,8 +375,8 @@ class Cache:
         if not self.directory or self._secret is None or not self._key_ok(key):
             return None
         try:
-            data = _read_checked(self._path(key), self.max_entry_bytes)
-        except (OSError, _Untrusted):
+            data = read_checked(self._path(key), self.max_entry_bytes)
+        except (OSError, Untrusted):
             return None
         if not (data.startswith(_HEAD) and data[_PAYLOAD_AT - len(_MID):_PAYLOAD_AT] == _MID
                 and data.endswith(_TAIL) and len(data) > _PAYLOAD_AT + len(_TAIL)):

@@ -22,6 +22,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
+from ..errors import Cancelled
 
 __all__ = ["POLL", "progress", "doing", "tick", "WORKERS", "parallel", "cancellable", "cancelled",
            "cancel_events", "Cancelled"]
@@ -81,10 +82,6 @@ def tick(what: str, started: float) -> None:
 
 WORKERS = 32        # at most this many compiles at once (and at least 4, whatever the cores)
 _local = threading.local()
-
-
-class Cancelled(Exception):
-    """The wait for the builds of a cell was given up (Ctrl-C): a build still running stops."""
 
 
 def cancelled() -> bool:

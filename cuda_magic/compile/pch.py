@@ -44,7 +44,7 @@ import warnings
 from typing import Mapping, Sequence
 
 from .. import settings
-from .cache import _Untrusted, _check_dir, _make_dir, _read_checked, _secret_at, _user_secret
+from .cache import Untrusted, check_dir, make_dir, read_checked, secret_at, user_secret
 
 __all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage",
            "created", "write_failed", "refused", "sign", "say", "forget", "lock"]
@@ -72,9 +72,9 @@ def directory() -> str | None:
     requested = settings.pch_dir
     path = os.path.abspath(os.path.expanduser(requested))
     try:
-        _make_dir(path)
-        _check_dir(path, "the directory")
-    except (OSError, _Untrusted, ValueError) as e:
+        make_dir(path)
+        check_dir(path, "the directory")
+    except (OSError, Untrusted, ValueError) as e:
         say(f"dir:{path}", f"cuda-magic: not using {requested!r} for precompiled headers ({e}); "
             f"compiling without them. Use a directory of your own that only you can write "
             f"(cuda_magic.settings.pch_dir, docs/real-code.md).")
@@ -168,9 +168,9 @@ def _evict(keep: str | None = None) -> None:
 @functools.lru_cache(maxsize=4)
 def _secret(d: str) -> bytes:
     try:
-        return _user_secret()
-    except (OSError, _Untrusted):   # no usable per-user secret: keep one in the directory
-        return _secret_at(os.path.join(d, _FALLBACK_SECRET))
+        return user_secret()
+    except (OSError, Untrusted):   # no usable per-user secret: keep one in the directory
+        return secret_at(os.path.join(d, _FALLBACK_SECRET))
 
 
 def _mac(path: str, st: os.stat_result) -> bytes:
@@ -204,9 +204,9 @@ def _verified(path: str) -> bool:
         st = os.lstat(path)
         if not _ours(st):
             return False
-        mac = _read_checked(path + _MAC, 64)
+        mac = read_checked(path + _MAC, 64)
         return hmac.compare_digest(mac, _mac(path, st))
-    except (OSError, _Untrusted):
+    except (OSError, Untrusted):
         return False
 
 

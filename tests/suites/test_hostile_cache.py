@@ -186,7 +186,7 @@ def test_secret_is_private_and_created_once(isolated):
     assert cache_mod.secret_path() == str(secret)
     path = str(isolated / "race-secret")
     got = []
-    threads = [threading.Thread(target=lambda: got.append(cache_mod._secret_at(path)))
+    threads = [threading.Thread(target=lambda: got.append(cache_mod.secret_at(path)))
                for _ in range(8)]
     for t in threads:
         t.start()

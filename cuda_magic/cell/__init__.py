@@ -8,7 +8,6 @@ is needed unless a kernel is launched.
 
 from __future__ import annotations
 
-import functools
 import shlex
 import time
 from typing import Callable, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Callable, Mapping, Sequence
 import yaml
 
 from ..compile.compiler import complete
+from ..compile.headers import PARSE_CHARS, text_memo
 from ..config import APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
     parse_backend_config, quote, resolve, spellings, validate
 from . import bind
@@ -74,6 +74,20 @@ class _HeaderLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        # YAML keys are unique: a key given twice is an error at its second place, not last-wins
+        if isinstance(node, yaml.MappingNode):
+            seen: set[tuple[str, str]] = set()
+            for key, _ in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    continue
+                if (key.tag, key.value) in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {quote(key.value, 60)} is given twice; give it once",
+                        key.start_mark)
+                seen.add((key.tag, key.value))
+        return super().construct_mapping(node, deep)
 
     def construct_object(self, node, deep=False):
         if isinstance(node, yaml.ScalarNode) and len(node.value) > self.MAX_NUMBER and \
@@ -174,10 +188,11 @@ def _lines(text: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
 
 
-@functools.lru_cache(maxsize=64)
+@text_memo(max_chars=PARSE_CHARS, max_entries=64)
 def parse_cell(text: str) -> ParsedCell:
     """Find the cell header, the kernels and each kernel's ``//|`` block (cached by text: an
-    unchanged re-run parses nothing)."""
+    unchanged re-run parses nothing; the memo keeps at most :data:`PARSE_CHARS` characters of
+    cells, the latest always)."""
     if not isinstance(text, str):
         raise CellError(f"a cell is text, not {type(text).__name__}")
     check_text(text)

@@ -42,21 +42,58 @@ __all__ = ["define_header", "remove_header", "session_headers", "header_users", 
            "toolkit_dirs", "cutlass_dir", "cutlass_dirs", "toolkit_identity", "Inputs", "scan",
            "search_dirs"]
 
+PARSE_CHARS = 8 * 2**20     # characters of text the parse caches keep each (the latest always)
+
 _LOCK = threading.Lock()
 _SESSION: dict[str, str] = {}
 _USERS: dict[str, list[str]] = {}
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*")
+MAX_PART = 255          # bytes of one part of a header name (a file name: NAME_MAX)
+MAX_NAME = 1000         # characters of a whole header name
+#: The files nvcc's run writes in its private directory, where the session headers are files too
+#: (:mod:`.backends.nvcc`): the cell ``cell.cu``, its output ``out.<format>`` and what ``--keep``
+#: leaves (``cell.ptx``, ``cell.compute_90a.cpp1.ii``, ``cell.module_id``...).
+NVCC_FILES = re.compile(r"cell\.cu|cell\.module_id|out\.(?:cubin|ptx|fatbin)"
+                        r"|cell\.(?:.+\.)?(?:ii|c|cpp|gpu|ptx|cubin|fatbin)")
+
+
+def _name_problem(name: str) -> str:
+    """Why ``name`` cannot be a session header (either compiler), or ''."""
+    parts = name.split("/")
+    if len(name) > MAX_NAME:
+        return f"{len(name)} characters is too long for a file name (at most {MAX_NAME})"
+    for part in parts:
+        if len(part.encode()) > MAX_PART:
+            return f"a part of {len(part)} characters is too long for a file name (at most {MAX_PART})"
+    if NVCC_FILES.fullmatch(name):
+        return ("nvcc's run keeps the cell and its own files under that name "
+                f"(cell.cu, out.{{cubin,ptx,fatbin}}, cell.*.ptx ...); pick another")
+    for i in range(1, len(parts)):
+        if "/".join(parts[:i]) in _SESSION:
+            return (f"{quote('/'.join(parts[:i]))} is already a header, and a name cannot be a file "
+                    f"and a directory (nvcc writes the headers as files): remove_header"
+                    f"({'/'.join(parts[:i])!r}) or pick another name")
+    below = next((n for n in _SESSION if n.startswith(name + "/")), None)
+    if below is not None:
+        return (f"it is the directory of header {quote(below)}, and a name cannot be a file and "
+                f"a directory (nvcc writes the headers as files): pick another name")
+    return ""
 
 
 def define_header(name: str, text: str) -> bool:
     """Make ``#include "NAME"`` find ``text`` in later compiles (both compilers).
 
-    Returns whether the text changed (a new header, or new text for an old one).
+    Returns whether the text changed (a new header, or new text for an old one).  A name is
+    checked once, here, for both compilers (nvcc writes the headers as files beside the cell):
+    a relative file name whose parts are file names (not ``.``/``..``, at most
+    :data:`MAX_PART` bytes), none of nvcc's own files (:data:`NVCC_FILES`), and never both a
+    file and the directory of another header (``util`` beside ``util/x.cuh``).
     """
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name.split("/"):
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or \
+            {".", ".."} & set(name.split("/")):
         raise ConfigError(f"header name {quote(name, 80)}: use a relative file name such as 'factor.cuh' "
-                          "or 'lib/util.cuh' (letters, digits, _ . + -, '/' between parts)",
-                          "header")
+                          "or 'lib/util.cuh' (letters, digits, _ . + -, '/' between parts; no '.' "
+                          "or '..' part)", "header")
     if not isinstance(text, str):
         # here, not at the top: importing .backends.base runs .backends' __init__, which imports
         # .backends.nvcc, which imports this module
@@ -67,6 +104,9 @@ def define_header(name: str, text: str) -> bool:
         raise ConfigError(f"header {name!r} line {bad[0]}, column {bad[1]}: {bad[2]} cannot be "
                           f"compiled", "header")
     with _LOCK:
+        problem = _name_problem(name)
+        if problem:
+            raise ConfigError(f"header name {quote(name, 80)}: {problem}", "header")
         changed = _SESSION.get(name) != text
         _SESSION[name] = text
     return changed
@@ -301,6 +341,56 @@ _HAS = re.compile(r'__has_include(?:_next)?\s*\(\s*([<"])([^>"\n]+)[>"]\s*\)')
 _DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([<"][^>"\n]+[>"])', re.M)
 
 
+class TextMemo:
+    """A memo of a function of one text (a cell, a header), least recently used out first,
+    bounded by entries and by the characters of the texts it keeps (``max_chars``): a big cell
+    edited twenty times is not kept twenty times.  The latest text is always kept (an unchanged
+    re-run finds it), however big.  :func:`text_memo` makes one; the parse caches of
+    :func:`cuda_magic.cell.parse_cell` and of this module's include scan are two."""
+
+    def __init__(self, function, max_chars: int, max_entries: int):
+        self.function, self.max_chars, self.max_entries = function, max_chars, max_entries
+        self._lock = threading.Lock()
+        self._kept: dict[str, object] = {}      # insertion order = use order
+        self._chars = 0
+        functools.update_wrapper(self, function)
+
+    def __call__(self, text: str):
+        try:
+            with self._lock:
+                value = self._kept.pop(text)
+                self._kept[text] = value
+                return value
+        except (KeyError, TypeError):       # not kept (TypeError: no text; the function says)
+            pass
+        value = self.function(text)         # outside the lock: parsing may take a while
+        with self._lock:
+            if text not in self._kept:
+                self._chars += len(text)
+            self._kept[text] = value
+            while len(self._kept) > 1 and (self._chars > self.max_chars or
+                                           len(self._kept) > self.max_entries):
+                old = next(iter(self._kept))
+                del self._kept[old]
+                self._chars -= len(old)
+        return value
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._chars = 0
+
+    def cache_info(self) -> tuple[int, int]:
+        """(texts kept, their characters)."""
+        with self._lock:
+            return len(self._kept), self._chars
+
+
+def text_memo(max_chars: int, max_entries: int):
+    """Decorate a function of one ``str`` with a :class:`TextMemo`."""
+    return lambda function: TextMemo(function, max_chars, max_entries)
+
+
 @dataclass(frozen=True)
 class _Parsed:
     includes: tuple[tuple[str, str], ...]   # (kind '<' or '"', name)
@@ -308,7 +398,7 @@ class _Parsed:
     defines: tuple[tuple[str, str, str], ...]  # (macro, kind, name) for #define M "x.h"
 
 
-@functools.lru_cache(maxsize=4096)
+@text_memo(max_chars=PARSE_CHARS, max_entries=4096)
 def _parse(text: str) -> _Parsed:
     includes, macros = [], []
     for m in _INCLUDE.finditer(text):
@@ -455,14 +545,16 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
     def user_file(path: str) -> bool:
         return not path.startswith(toolkit)
 
-    def read(path: str) -> None:
+    def read(path: str):
         got = _read(path)
         files[path] = got[0] if got else "absent"
         stamps[path] = got[2] if got else ()
         if got:
-            visit(got[1], os.path.dirname(path), os.path.basename(path), "")
+            yield got[1], os.path.dirname(path), os.path.basename(path), ""
 
-    def visit(text: str, here: str, where: str, base: str) -> None:
+    def visit(text: str, here: str, where: str, base: str):
+        """The headers ``text`` includes, in order, as ``visit``'s arguments (the walk below
+        follows them depth first without recursing: a chain of any depth takes no stack)."""
         key = hash((text, here, base))
         if key in seen_text:
             return
@@ -482,8 +574,8 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
                     memory[mem] = session[mem]
                     reached.append(mem)
                     sub = posixpath.dirname(mem)
-                    visit(session[mem], os.path.join(cwd, *sub.split("/")) if sub else cwd,
-                          mem, sub)
+                    yield (session[mem], os.path.join(cwd, *sub.split("/")) if sub else cwd,
+                           mem, sub)
             if kind == "<" and name in std:
                 if name not in memory:
                     memory[name] = std[name]
@@ -496,11 +588,20 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
                 candidates = [os.path.normpath(os.path.join(d, name)) for d in dict.fromkeys(candidates)]
             for path in candidates:
                 if path not in files and user_file(path):
-                    read(path)
+                    yield from read(path)
+
+    def walk(first) -> None:
+        stack = [first]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+            else:
+                stack.append(visit(*nxt))
 
     for path in pre:
-        read(path)
-    visit(source, cwd, "cell", "")
+        walk(read(path))
+    walk(visit(source, cwd, "cell", ""))
     if supplied and _INT_TYPES in std and _INT_TYPES not in memory:
         # libcu++'s <cstdint> under NVRTC makes int64_t 'long long'; ours (glibc's 'long', as
         # with nvcc) replaces it so that CUB & co. agree with the cell whatever the include order.

@@ -1,4 +1,5 @@
-"""The ipywidgets view: a header line over tabs Config, Resources, Log, SASS, PTX, Source.
+"""The ipywidgets view: a header line over tabs Config, Resources, Log, SASS, PTX, Source, and
+the widgets' lifetime.
 
 SASS and PTX are computed the first time their tab is shown (nvdisasm takes
 a few hundred milliseconds), with a live "working" line meanwhile; a dropdown
@@ -8,71 +9,192 @@ spills or instructions; click a line for its SASS) and the Resources tab lists
 the hottest lines: both read the per-line cost (one nvdisasm run per build) the
 first time they are opened.  Syntax colours stop at :data:`.markup.HIGHLIGHT_LINES`
 lines or :data:`.markup.HIGHLIGHT_BYTES` bytes (the rest is plain text).
+
+Widgets cost the kernel memory until they are closed, so a view makes few: the SASS, PTX and
+Source tabs start as empty boxes whose dropdowns and panes are made when the tab is first
+opened, and the static panes share one layout and one style (13 widgets for a cell, 52
+before).  A view shown while a cell runs is recorded under that cell (the id the frontend
+gives it; without one, the ``--name`` of its magic): when that cell runs again, its output
+is replaced, and the widgets of the views it showed are closed (:func:`cell_started`,
+:func:`replaced`, :func:`close`).  A view built with ``widget()`` while a cell runs counts as
+shown by that cell.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Callable, Sequence
 
 from . import markup
 from .archs import add_tab
 from .frontend import live
 
-__all__ = ["TITLES", "LazyPanel", "cell_widget"]
+__all__ = ["TITLES", "LazyPanel", "cell_widget", "close", "shown", "cell_started", "cell_ended",
+           "running", "replaced", "named"]
 
 TITLES = ("Config", "Resources", "Log", "SASS", "PTX", "Source")
 
 
 class LazyPanel:
-    """A dropdown and an HTML pane whose content is made on first view, per option."""
+    """A dropdown and an HTML pane in ``box`` whose content is made on first view, per option;
+    the dropdown and the pane themselves are made when first needed (:meth:`fill`, or reading
+    ``dropdown``/``pane``).  ``initial``: the pane's text until then (a function: called then);
+    ``extra``: a function making widgets to put beside the dropdown (called then)."""
 
     def __init__(self, widgets, options: Sequence[str], render: Callable[[int], str],
-                 working: str, what: str):
+                 working: str, what: str, *, box=None, initial: str | Callable[[], str] | None = None,
+                 extra: Callable[[], Sequence] | None = None):
+        self.widgets, self.options, self.what = widgets, list(options), what
         self.render, self.working = render, working
+        self.initial, self.extra = initial, extra
         self.pages: dict[int, str] = {}
-        self.dropdown = widgets.Dropdown(options=[(o, i) for i, o in enumerate(options)], value=0,
-                                         description=what)
-        if len(options) < 2:
-            self.dropdown.layout.display = "none"
-        self.pane = widgets.HTML(markup.note("computed when this tab is opened"))
-        self.box = widgets.VBox([self.dropdown, self.pane])
+        self.box = box if box is not None else widgets.VBox()
         self.shown = False
-        self.dropdown.observe(lambda _: self.shown and self.fill(), names="value")
+        self._made = None
+
+    def _make(self):
+        if self._made is None:
+            w = self.widgets
+            dropdown = w.Dropdown(options=[(o, i) for i, o in enumerate(self.options)], value=0,
+                                  description=self.what)
+            if len(self.options) < 2:
+                dropdown.layout.display = "none"
+            initial = self.initial() if callable(self.initial) else self.initial
+            pane = w.HTML(initial or markup.note("computed when this tab is opened"))
+            self._made = (dropdown, pane)
+            extra = list(self.extra()) if self.extra else []
+            self.box.children = (w.HBox([dropdown, *extra]) if extra else dropdown, pane)
+            dropdown.observe(lambda _: self.shown and self.fill(), names="value")
+        return self._made
+
+    @property
+    def dropdown(self):
+        return self._make()[0]
+
+    @property
+    def pane(self):
+        return self._make()[1]
 
     def fill(self) -> None:
+        pane = self.pane
         self.shown = True
         i = self.dropdown.value
         if i not in self.pages:
             try:
-                with live(self.pane, self.working):
+                with live(pane, self.working):
                     self.pages[i] = self.render(i)
             except Exception as exc:   # a missing tool or a failed compile: say so in the tab
                 self.pages[i] = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
-        self.pane.value = self.pages[i]
+        pane.value = self.pages[i]
+
+
+# -- lifetime -----------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_SHOWN: dict[object, list] = {}      # a cell (its id, or ("name", NAME)) -> the views it showed
+_TAGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # result -> ("name", NAME)
+_RUNNING: list = [None]              # the id of the cell running now (None: none, or no id)
+
+
+def close(widget) -> None:
+    """Close ``widget`` and every widget under it (children, layouts, styles), each once."""
+    from ipywidgets import Widget
+    seen, todo = set(), [widget]
+    while todo:
+        w = todo.pop()
+        if id(w) in seen or not isinstance(w, Widget):
+            continue
+        seen.add(id(w))
+        for name in w.keys:
+            value = getattr(w, name, None)
+            if isinstance(value, Widget):
+                todo.append(value)
+            elif isinstance(value, (tuple, list)):
+                todo.extend(v for v in value if isinstance(v, Widget))
+        w.close()
+
+
+def _close_shown(key) -> None:
+    with _LOCK:
+        views = _SHOWN.pop(key, [])
+    for w in views:
+        close(w)
+
+
+def cell_started(cell_id: str | None) -> None:
+    """A cell starts running (IPython's ``pre_run_cell``): the frontend replaces its output, so
+    the widgets of the views it showed last time are closed; views shown now are its own."""
+    _RUNNING[0] = cell_id
+    if cell_id is not None:
+        _close_shown(cell_id)
+
+
+def cell_ended() -> None:
+    """The cell finished (IPython's ``post_run_cell``)."""
+    _RUNNING[0] = None
+
+
+def running() -> str | None:
+    """The id of the cell running now, if the frontend gave one."""
+    return _RUNNING[0]
+
+
+def replaced(name: str) -> None:
+    """A magic with ``--name NAME`` starts where the frontend gives no cell ids: close the
+    widgets of the views of the last result of that name (:func:`named`)."""
+    _close_shown(("name", name))
+
+
+def named(result, name: str) -> None:
+    """``result`` is the one of ``--name NAME``: its views are recorded under that name where the
+    frontend gives no cell ids."""
+    try:
+        _TAGS[result] = ("name", name)
+    except TypeError:       # not weakly referable: its views are not recorded
+        pass
+
+
+def shown(widget, result) -> None:
+    """Record ``widget``, a view of ``result`` being shown, under the cell running now (or the
+    ``--name`` its magic gave ``result``), to be closed when that cell runs again."""
+    try:
+        key = _RUNNING[0] if _RUNNING[0] is not None else _TAGS.get(result)
+    except TypeError:
+        key = None
+    if key is not None:
+        with _LOCK:
+            _SHOWN.setdefault(key, []).append(widget)
 
 
 def cell_widget(view):
-    """Build the widget for a :class:`~cuda_magic.display.CellView`."""
+    """Build the widget for a :class:`~cuda_magic.display.CellView` (recorded by :func:`shown`)."""
     import ipywidgets as widgets
 
     c = view.content
     entries = c.entries
+    # one layout and one style for every static pane and box of this view (each widget would
+    # otherwise make its own: two more widgets apiece)
+    shared = {"layout": widgets.Layout()}
+    header = widgets.HTML(markup.header(c), **shared)
+    style = {"style": header.style, **shared}
+
     def sass_page(i: int) -> str:
         if not entries:
             return markup.note("no kernels in this cell")
         return markup.sass(view.sass_of(*entries[i]), c.source, entries[i][0].result.inputs)
-    sass = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], sass_page,
-                     "running nvdisasm", "kernel")
+    names = [e.name for _, e in entries] or ["(no kernels)"]
+    sass = LazyPanel(widgets, names, sass_page, "running nvdisasm", "kernel",
+                     box=widgets.VBox(**shared))
     ptx = LazyPanel(widgets, [b.label for b in c.builds],
-                    lambda i: markup.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build")
+                    lambda i: markup.ptx(view.ptx_of(c.builds[i])), "getting the PTX", "build",
+                    box=widgets.VBox(**shared))
     # The Source tab: the heat map (each line coloured by live registers, spills or
     # instructions; one nvdisasm run per build) when the tab is first opened.
     from .line_cost import METRIC_LABELS, heat_map, hottest_html, unavailable
-    metric = widgets.ToggleButtons(options=[(label, m) for m, label in METRIC_LABELS.items()],
-                                   value="registers", style={"button_width": "auto"},
-                                   description="colour by")
-
     small = len(c.source) <= markup.HIGHLIGHT_BYTES and c.source.count("\n") < markup.HIGHLIGHT_LINES
+    box = widgets.VBox(**shared)
+    chosen = {"metric": "registers"}
 
     def heat_page(i: int) -> str:
         if not entries:
@@ -81,24 +203,30 @@ def cell_widget(view):
             return markup.note("a big cell: no heat map; cuda_magic.show(m, 'lines') prints the "
                              "cost of each line") + markup.source(c.source)
         try:
-            return heat_map(c.source, view.lines_of(*entries[i]), metric.value)
+            return heat_map(c.source, view.lines_of(*entries[i]), chosen["metric"])
         except Exception as exc:     # no nvdisasm, no cubin: the plain source, and why
             return unavailable(exc) + markup.source(c.source)
-    heat = LazyPanel(widgets, [e.name for _, e in entries] or ["(no kernels)"], heat_page,
-                     "reading the registers of each line (nvdisasm)", "kernel")
 
-    def recolour(_):
-        heat.pages.clear()
-        if heat.shown:
-            heat.fill()
-    metric.observe(recolour, names="value")
-    if small:                        # the coloured source at once; the heat map when opened
-        heat.pane.value = markup.source(c.source)
-    else:
-        heat.pane.value = markup.note("computed when this tab is opened (a big cell)")
-    source = widgets.VBox([widgets.HBox([heat.dropdown, metric]), heat.pane])
+    def metric_buttons():
+        metric = widgets.ToggleButtons(options=[(label, m) for m, label in METRIC_LABELS.items()],
+                                       value=chosen["metric"], style={"button_width": "auto"},
+                                       description="colour by")
+
+        def recolour(change):
+            chosen["metric"] = change["new"]
+            heat.pages.clear()
+            if heat.shown:
+                heat.fill()
+        metric.observe(recolour, names="value")
+        box.metric = metric
+        return [metric]
+    # the coloured source at once when the tab is made (a small cell); the heat map when opened
+    heat = LazyPanel(widgets, names, heat_page, "reading the registers of each line (nvdisasm)",
+                     "kernel", box=widgets.VBox(**shared), extra=metric_buttons,
+                     initial=(lambda: markup.source(c.source)) if small else
+                     markup.note("computed when this tab is opened (a big cell)"))
     # The Resources tab: ptxas figures and occupancy now; the hottest lines when first opened.
-    hot = widgets.HTML(markup.note("hottest lines: computed when this tab is opened"))
+    hot = widgets.HTML(markup.note("hottest lines: computed when this tab is opened"), **style)
 
     def fill_hot() -> None:
         parts = []
@@ -109,10 +237,10 @@ def cell_widget(view):
                 except Exception as exc:
                     parts.append(unavailable(exc, e.name))
         hot.value = "".join(parts) or markup.note("no kernels in this cell")
-    resources = widgets.VBox([widgets.HTML(markup.resources(c)), hot])
-    children = [widgets.HTML(markup.config_of(c)), resources,
-                widgets.HTML(markup.log(c)), sass.box, ptx.box, source]
-    tab = widgets.Tab(children=children, titles=TITLES, selected_index=0)
+    resources = widgets.VBox([widgets.HTML(markup.resources(c), **style), hot], **shared)
+    children = [widgets.HTML(markup.config_of(c), **style), resources,
+                widgets.HTML(markup.log(c), **style), sass.box, ptx.box, heat.box]
+    tab = widgets.Tab(children=children, titles=TITLES, selected_index=0, **shared)
     add_tab(widgets, tab, view.obj)      # "Archs", when the cell was built for several archs
     lazy = {TITLES.index("SASS"): sass, TITLES.index("PTX"): ptx, TITLES.index("Source"): heat}
     pending = {"hot": True}
@@ -124,6 +252,7 @@ def cell_widget(view):
         elif change["new"] == TITLES.index("Resources") and pending.pop("hot", False):
             fill_hot()
     tab.observe(opened, names="selected_index")
-    box = widgets.VBox([widgets.HTML(markup.header(c)), tab])
-    box.tab, box.sass, box.ptx, box.heat, box.metric, box.hot = tab, sass, ptx, heat, metric, hot
+    box.children = (header, tab)
+    box.tab, box.sass, box.ptx, box.heat, box.hot = tab, sass, ptx, heat, hot
+    shown(box, view.obj)
     return box

@@ -12,6 +12,7 @@ view around a magic's compiles), ``names`` (binding into the namespace) and ``fo
 
 from __future__ import annotations
 
+from ..display import widget as _widget
 from . import formatters
 from .magics import CudaMagics
 
@@ -19,8 +20,19 @@ __all__ = ["CudaMagics", "load"]
 
 
 def load(ip) -> None:
-    """Register the magics on ``ip``, and show each result type as its view (the formatters of
-    :data:`cuda_magic.display.registry.VIEWS`)."""
+    """Register the magics on ``ip``, show each result type as its view (the formatters of
+    :data:`cuda_magic.display.registry.VIEWS`), and close the widgets of a cell's views when the
+    cell runs again (:mod:`cuda_magic.display.widget`)."""
     magics = CudaMagics(shell=ip)
     ip.register_magics(magics)
     formatters.register(ip, magics)
+    ip.events.register("pre_run_cell", _cell_started)
+    ip.events.register("post_run_cell", _cell_ended)
+
+
+def _cell_started(info) -> None:
+    _widget.cell_started(getattr(info, "cell_id", None))
+
+
+def _cell_ended(result) -> None:
+    _widget.cell_ended()

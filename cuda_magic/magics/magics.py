@@ -23,6 +23,7 @@ from ..compile.headers import define_header, header_users, note_users
 from ..config import ConfigError, get_preset
 from ..config import validate as validate_config
 from ..display import ConfigView, HeaderView
+from ..display import widget as _widget
 from ..variants import INPUTS, TOGGLES
 from . import args as _args
 from . import names as _names
@@ -138,6 +139,7 @@ class CudaMagics(Magics):
         """
         args = _args.parse(self.cuda, line)
         _names.check_name(self.shell, args.name)
+        self._replace_views(args.name)
         gpu = None if args.compile_only else detect_arch_soon()     # overlaps the compile
         with compiling(self.shell, args.quiet):
             module = _cell.build(cell, _args.layer(args), session=self.defaults,
@@ -145,7 +147,11 @@ class CudaMagics(Magics):
                                  instantiate=args.instantiate or (), force=args.force,
                                  load=lambda: gpu is not None and gpu() is not None)
         _names.bind(self.shell, module, args.name, kernels=not args.compile_only)
+        if args.name:
+            _widget.named(module, args.name)
         self._note_header_users([module], ", ".join(module.python_names()) or "no kernels")
+        if not args.quiet:
+            self._note_tune_header(module.parsed)
         return None if args.quiet else module
 
     @magic_arguments("%cuda_header")   # usage line: %%cuda_header (IPython prints one %)
@@ -437,6 +443,28 @@ class CudaMagics(Magics):
             print(_session.resolved_json(outcome.session))
         elif not outcome.registered or outcome.edits:
             display(ConfigView(outcome.session.defaults, outcome.session.preset))
+
+    @staticmethod
+    def _replace_views(name: str | None) -> None:
+        """Where the frontend gives no cell ids, a magic run again under the same ``--name``
+        replaces that name's views: their widgets are closed (a cell's own re-run closes its
+        views' widgets by its id: ``pre_run_cell``)."""
+        if name and _widget.running() is None:
+            _widget.replaced(name)
+
+    def _note_tune_header(self, parsed) -> None:
+        """A cell with a ``//| tune:`` header under ``%%cuda``: say once (per header) that it is
+        built as written and that ``%%cuda_tune`` sweeps it."""
+        if parsed.tune is None:
+            return
+        said = self.__dict__.setdefault("_tune_said", set())
+        key = repr(parsed.tune)
+        if key in said:
+            return
+        said.add(key)
+        _names.note(f"the //| tune: header (line {parsed.header_lines.get('tune', 1)}) is not swept "
+                    f"here: %%cuda builds the cell as written (the macros' #ifndef defaults); "
+                    f"%%cuda_tune sweeps it")
 
     def _note_header_users(self, modules, what: str) -> None:
         """Record this cell as a user of the ``%%cuda_header`` cells its builds included (the

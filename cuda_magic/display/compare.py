@@ -25,7 +25,7 @@ from ..errors import ShowError
 from ..inspect import diff
 from ..variants import TOGGLES
 from . import frontend, markup
-from .frontend import live
+from .frontend import live, shown
 from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,
                       compilers, version_note)
 from .text import numbered, table as text_table
@@ -566,4 +566,5 @@ def compare_widget(cmp):
     box.children = [head, widgets.HBox(list(toggles.values())), status, tab]
     box.tab, box.toggles, box.status, box.panes, box.kernel, box.mode, box.raw = \
         tab, toggles, status, panes, kernel, mode, raw
+    shown(box, cmp)         # closed when the cell that showed it runs again
     return box

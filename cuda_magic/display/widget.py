@@ -15,23 +15,20 @@ Source tabs start as empty boxes whose dropdowns and panes are made when the tab
 opened, and the static panes share one layout and one style (13 widgets for a cell, 52
 before).  A view shown while a cell runs is recorded under that cell (the id the frontend
 gives it; without one, the ``--name`` of its magic): when that cell runs again, its output
-is replaced, and the widgets of the views it showed are closed (:func:`cell_started`,
-:func:`replaced`, :func:`close`).  A view built with ``widget()`` while a cell runs counts as
-shown by that cell.
+is replaced, and the widgets of the views it showed are closed (:mod:`.frontend`: every view's
+widgets, the Comparison's and the Tuning's too).  A view built with ``widget()`` while a cell
+runs counts as shown by that cell.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Callable, Sequence
 
 from . import markup
 from .archs import add_tab
-from .frontend import live
+from .frontend import live, shown
 
-__all__ = ["TITLES", "LazyPanel", "cell_widget", "close", "shown", "cell_started", "cell_ended",
-           "running", "replaced", "named"]
+__all__ = ["TITLES", "LazyPanel", "cell_widget"]
 
 TITLES = ("Config", "Resources", "Log", "SASS", "PTX", "Source")
 
@@ -87,84 +84,6 @@ class LazyPanel:
             except Exception as exc:   # a missing tool or a failed compile: say so in the tab
                 self.pages[i] = markup.note(f"{type(exc).__name__}: {exc}", markup.ERR)
         pane.value = self.pages[i]
-
-
-# -- lifetime -----------------------------------------------------------------------------------
-
-_LOCK = threading.Lock()
-_SHOWN: dict[object, list] = {}      # a cell (its id, or ("name", NAME)) -> the views it showed
-_TAGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # result -> ("name", NAME)
-_RUNNING: list = [None]              # the id of the cell running now (None: none, or no id)
-
-
-def close(widget) -> None:
-    """Close ``widget`` and every widget under it (children, layouts, styles), each once."""
-    from ipywidgets import Widget
-    seen, todo = set(), [widget]
-    while todo:
-        w = todo.pop()
-        if id(w) in seen or not isinstance(w, Widget):
-            continue
-        seen.add(id(w))
-        for name in w.keys:
-            value = getattr(w, name, None)
-            if isinstance(value, Widget):
-                todo.append(value)
-            elif isinstance(value, (tuple, list)):
-                todo.extend(v for v in value if isinstance(v, Widget))
-        w.close()
-
-
-def _close_shown(key) -> None:
-    with _LOCK:
-        views = _SHOWN.pop(key, [])
-    for w in views:
-        close(w)
-
-
-def cell_started(cell_id: str | None) -> None:
-    """A cell starts running (IPython's ``pre_run_cell``): the frontend replaces its output, so
-    the widgets of the views it showed last time are closed; views shown now are its own."""
-    _RUNNING[0] = cell_id
-    if cell_id is not None:
-        _close_shown(cell_id)
-
-
-def cell_ended() -> None:
-    """The cell finished (IPython's ``post_run_cell``)."""
-    _RUNNING[0] = None
-
-
-def running() -> str | None:
-    """The id of the cell running now, if the frontend gave one."""
-    return _RUNNING[0]
-
-
-def replaced(name: str) -> None:
-    """A magic with ``--name NAME`` starts where the frontend gives no cell ids: close the
-    widgets of the views of the last result of that name (:func:`named`)."""
-    _close_shown(("name", name))
-
-
-def named(result, name: str) -> None:
-    """``result`` is the one of ``--name NAME``: its views are recorded under that name where the
-    frontend gives no cell ids."""
-    try:
-        _TAGS[result] = ("name", name)
-    except TypeError:       # not weakly referable: its views are not recorded
-        pass
-
-
-def shown(widget, result) -> None:
-    """Record ``widget``, a view of ``result`` being shown, under the cell running now (or the
-    ``--name`` its magic gave ``result``), to be closed when that cell runs again."""
-    try:
-        key = _RUNNING[0] if _RUNNING[0] is not None else _TAGS.get(result)
-    except TypeError:
-        key = None
-    if key is not None:
-        with _LOCK:
-            _SHOWN.setdefault(key, []).append(widget)
 
 
 def cell_widget(view):

@@ -12,7 +12,7 @@ view around a magic's compiles), ``names`` (binding into the namespace) and ``fo
 
 from __future__ import annotations
 
-from ..display import widget as _widget
+from ..display import frontend as _frontend
 from . import formatters
 from .magics import CudaMagics
 
@@ -31,8 +31,8 @@ def load(ip) -> None:
 
 
 def _cell_started(info) -> None:
-    _widget.cell_started(getattr(info, "cell_id", None))
+    _frontend.cell_started(getattr(info, "cell_id", None))
 
 
 def _cell_ended(result) -> None:
-    _widget.cell_ended()
+    _frontend.cell_ended()

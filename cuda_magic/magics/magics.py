@@ -23,7 +23,7 @@ from ..compile.headers import define_header, header_users, note_users
 from ..config import ConfigError, get_preset
 from ..config import validate as validate_config
 from ..display import ConfigView, HeaderView
-from ..display import widget as _widget
+from ..display import frontend as _frontend
 from ..variants import INPUTS, TOGGLES
 from . import args as _args
 from . import names as _names
@@ -148,7 +148,7 @@ class CudaMagics(Magics):
                                  load=lambda: gpu is not None and gpu() is not None)
         _names.bind(self.shell, module, args.name, kernels=not args.compile_only)
         if args.name:
-            _widget.named(module, args.name)
+            _frontend.named(module, args.name)
         self._note_header_users([module], ", ".join(module.python_names()) or "no kernels")
         if not args.quiet:
             self._note_tune_header(module.parsed)
@@ -449,8 +449,8 @@ class CudaMagics(Magics):
         """Where the frontend gives no cell ids, a magic run again under the same ``--name``
         replaces that name's views: their widgets are closed (a cell's own re-run closes its
         views' widgets by its id: ``pre_run_cell``)."""
-        if name and _widget.running() is None:
-            _widget.replaced(name)
+        if name and _frontend.running() is None:
+            _frontend.replaced(name)
 
     def _note_tune_header(self, parsed) -> None:
         """A cell with a ``//| tune:`` header under ``%%cuda``: say once (per header) that it is

@@ -170,6 +170,18 @@ def test_a_re_run_cell_keeps_one_view_of_widgets(notebook):
     assert _live_widgets() - start <= 2 * one + 2
 
 
+def test_a_re_run_comparison_cell_keeps_one_view_of_widgets(notebook):
+    cell = f"%%cuda_compare --arch {ARCH}\n{SAXPY}"
+    gc.collect()
+    start = _live_widgets()
+    notebook.run_cell(cell, cell_id="cmp-1")
+    one = _live_widgets() - start
+    assert one > 0
+    for _ in range(4):
+        notebook.run_cell(cell, cell_id="cmp-1")
+    assert _live_widgets() - start <= one + 2
+
+
 def test_a_re_run_cell_without_a_cell_id_closes_the_view_of_its_name(notebook):
     cell = f"%%cuda --arch {ARCH} --compile-only --name m\n{SAXPY}"
     notebook.run_cell(cell)
@@ -184,7 +196,7 @@ def test_an_opened_tab_builds_its_pane_then():
     pytest.importorskip("ipywidgets")
     from cuda_magic.cell import build
     from cuda_magic.display import view
-    from cuda_magic.display.widget import close
+    from cuda_magic.display.frontend import close
     w = view(build(SAXPY, {"arch": ARCH})).widget()
     start = _live_widgets()
     w.tab.selected_index = 4                 # PTX

@@ -93,6 +93,22 @@ def test_a_full_disk_compiles_without_a_pch_and_says_so_once(store, monkeypatch,
     assert pch_files(store) == [] and os.listdir(store) == []     # no partial file left
 
 
+def test_headers_that_do_not_compile_are_no_fault_of_the_pch_directory(store, fresh_cache):
+    """NVRTC's "could not create PCH file because there were compilation errors" is the cell's
+    error, not a full disk: no warning, and the next heavy cell still gets its PCH."""
+    cuda_magic.define_header("t_broken_pch.cuh", "int broken = ;\n")
+    try:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            with pytest.raises(cuda_magic.CompileError, match="expected an expression"):
+                compile_source(cell(3, HEAVY + '#include "t_broken_pch.cuh"\n'), cfg(), force=True)
+            good = compile_source(cell(4), cfg(), force=True)
+    finally:
+        cuda_magic.remove_header("t_broken_pch.cuh")
+    assert said(record) == [], [str(w.message) for w in record]
+    assert good.pch == "created" and value(good) == 1234571
+
+
 # -- 2: a planted or stale PCH under the right name ---------------------------------------------------
 
 def test_a_pch_copied_over_the_right_name_is_not_used(store, fresh_cache):

@@ -283,6 +283,9 @@ def _use(nvrtc, source, argv, headers, name_expressions, target_format, path) ->
 PCH_NOTE = "building a one-off precompiled header"
 _PCH_HEAP = 512 << 20   # NVRTC's default is 256 MiB; a CUB cell needs ~120 MiB (~300 before UNROLL)
 _WRITE_FAULT = re.compile(r"(?:error|warning)[^\n]*?(?:PCH file|precompiled header)[^\n]*", re.I)
+# NVRTC's "could not create PCH file because there were compilation errors": the headers failed
+# (the compile says why), which is no fault of the PCH directory
+_SOURCE_FAULT = "because there were compilation errors"
 
 
 def _create(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output | None:
@@ -308,7 +311,8 @@ def _create(nvrtc, source, argv, headers, name_expressions, target_format, path)
         made = _pch.created(tmp, path)     # so the compile after fixing a typo uses it
     elif os.path.lexists(tmp) and not os.path.isdir(tmp):
         os.unlink(tmp)
-    fault = None if made else _WRITE_FAULT.search(log)
+    fault = None if made else next((m for m in _WRITE_FAULT.finditer(log)      # the disk, not
+                                    if _SOURCE_FAULT not in m.group()), None)   # the source
     if fault:
         _pch.write_failed(os.path.dirname(path), clip(fault.group().strip(), 200))
         if out is None:

@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 import yaml
 
 from ..compile.compiler import complete
-from ..compile.headers import PARSE_CHARS, text_memo
+from ..compile.memo import PARSE_CHARS, text_memo
 from ..config import APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
     parse_backend_config, quote, resolve, spellings, validate
 from . import bind

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..config import ConfigError, bad_char, quote
+from .memo import PARSE_CHARS, text_memo
 
 __all__ = ["define_header", "remove_header", "session_headers", "header_users", "note_users",
            "FAMILIES", "header_dirs", "cccl_version", "find_header_dirs", "search_roots", "families_note",
            "toolkit_dirs", "cutlass_dir", "cutlass_dirs", "toolkit_identity", "Inputs", "scan",
            "search_dirs"]
 
-PARSE_CHARS = 8 * 2**20     # characters of text the parse caches keep each (the latest always)
 
 _LOCK = threading.Lock()
 _SESSION: dict[str, str] = {}
@@ -67,7 +67,7 @@ def _name_problem(name: str) -> str:
             return f"a part of {len(part)} characters is too long for a file name (at most {MAX_PART})"
     if NVCC_FILES.fullmatch(name):
         return ("nvcc's run keeps the cell and its own files under that name "
-                f"(cell.cu, out.{{cubin,ptx,fatbin}}, cell.*.ptx ...); pick another")
+                "(cell.cu, out.{cubin,ptx,fatbin}, cell.*.ptx ...); pick another")
     for i in range(1, len(parts)):
         if "/".join(parts[:i]) in _SESSION:
             return (f"{quote('/'.join(parts[:i]))} is already a header, and a name cannot be a file "
@@ -339,56 +339,6 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*(?:([
                       r'|([A-Za-z_]\w*))', re.M)
 _HAS = re.compile(r'__has_include(?:_next)?\s*\(\s*([<"])([^>"\n]+)[>"]\s*\)')
 _DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([<"][^>"\n]+[>"])', re.M)
-
-
-class TextMemo:
-    """A memo of a function of one text (a cell, a header), least recently used out first,
-    bounded by entries and by the characters of the texts it keeps (``max_chars``): a big cell
-    edited twenty times is not kept twenty times.  The latest text is always kept (an unchanged
-    re-run finds it), however big.  :func:`text_memo` makes one; the parse caches of
-    :func:`cuda_magic.cell.parse_cell` and of this module's include scan are two."""
-
-    def __init__(self, function, max_chars: int, max_entries: int):
-        self.function, self.max_chars, self.max_entries = function, max_chars, max_entries
-        self._lock = threading.Lock()
-        self._kept: dict[str, object] = {}      # insertion order = use order
-        self._chars = 0
-        functools.update_wrapper(self, function)
-
-    def __call__(self, text: str):
-        try:
-            with self._lock:
-                value = self._kept.pop(text)
-                self._kept[text] = value
-                return value
-        except (KeyError, TypeError):       # not kept (TypeError: no text; the function says)
-            pass
-        value = self.function(text)         # outside the lock: parsing may take a while
-        with self._lock:
-            if text not in self._kept:
-                self._chars += len(text)
-            self._kept[text] = value
-            while len(self._kept) > 1 and (self._chars > self.max_chars or
-                                           len(self._kept) > self.max_entries):
-                old = next(iter(self._kept))
-                del self._kept[old]
-                self._chars -= len(old)
-        return value
-
-    def cache_clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._chars = 0
-
-    def cache_info(self) -> tuple[int, int]:
-        """(texts kept, their characters)."""
-        with self._lock:
-            return len(self._kept), self._chars
-
-
-def text_memo(max_chars: int, max_entries: int):
-    """Decorate a function of one ``str`` with a :class:`TextMemo`."""
-    return lambda function: TextMemo(function, max_chars, max_entries)
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,27 @@ class FakeLaunchError(RuntimeError):
     """What the stand-in for CuPy's launchKernel raises (CuPy: CUDADriverError)."""
 
 
+SCALE = r'''
+extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * a;
+}
+'''
+
+
+def scale_on_host(symbol, dims, params) -> int:
+    """An ``on_launch`` for :data:`SCALE`'s kernel: y = a * x on the host memory its pointer
+    arguments hold (what the stub driver's allocations are)."""
+    slot = [ctypes.c_void_p.from_address(params + 8 * i).value for i in range(4)]
+    px, py = (ctypes.c_uint64.from_address(s).value for s in slot[:2])
+    a = ctypes.c_float.from_address(slot[2]).value
+    n = ctypes.c_int32.from_address(slot[3]).value
+    x = np.ctypeslib.as_array((ctypes.c_float * n).from_address(px))
+    y = np.ctypeslib.as_array((ctypes.c_float * n).from_address(py))
+    y[:] = a * x
+    return 0
+
+
 def _ints_launch(fake: FakeDriver):
     """A stand-in for CuPy's ``cupy.cuda.driver.launchKernel`` (``driver.int_launch``): plain ints,
     raises on an error; for timing it does nothing, as the fake's cuLaunchKernel."""

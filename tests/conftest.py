@@ -1,10 +1,14 @@
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
 
 from cuda_magic import clear_cache, detect_arch
+
+# benchmarks/fake_driver.py, the stub driver the CPU tests launch through
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 
 ARCH = "sm_90a"
 

@@ -25,16 +25,9 @@ from cuda_magic.runtime.helper.program import Entry, Program
 from cuda_magic.runtime.outputs import references
 from cuda_magic.runtime.sweep import Job, Launch, protocol, run_job
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
-import fake_driver as fd  # noqa: E402
+import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
 
-SCALE = r'''
-extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] * a;
-}
-'''
+SCALE = fd.SCALE
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +41,7 @@ def fake(module):
     f = fd.install(counting=True)
     f.register(module.scale)
 
-    def run(symbol, dims, params):
-        slot = [ctypes.c_void_p.from_address(params + 8 * i).value for i in range(4)]
-        px, py = (ctypes.c_uint64.from_address(s).value for s in slot[:2])
-        a = ctypes.c_float.from_address(slot[2]).value
-        n = ctypes.c_int32.from_address(slot[3]).value
-        x = np.ctypeslib.as_array((ctypes.c_float * n).from_address(px))
-        y = np.ctypeslib.as_array((ctypes.c_float * n).from_address(py))
-        y[:] = a * x
-        return 0
-    f.on_launch = run
+    f.on_launch = fd.scale_on_host
     f.cuMemcpyDtoD = lambda dst, src, n: (ctypes.memmove(dst, src, n), (fd.CUresult(0),))[1]
     yield f
     fd.uninstall(f)

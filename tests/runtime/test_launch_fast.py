@@ -3,7 +3,6 @@ like CuPy's and PyTorch's.  Nothing about time: that repeat launches take the pl
 check still raises, the first launch and the hundredth alike."""
 
 import ctypes
-import os
 import sys
 
 import numpy as np
@@ -12,16 +11,9 @@ import pytest
 from cuda_magic.cell import build, line_config
 from cuda_magic.runtime import ArgumentError, ArgumentRangeError, CudaError, driver
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
-import fake_driver as fd  # noqa: E402
+import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
 
-SCALE = r'''
-extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] * a;
-}
-'''
+SCALE = fd.SCALE
 
 
 @pytest.fixture(params=["bindings", "cupy"])
@@ -45,16 +37,7 @@ def scale_kernel(fake, module):
     k = Kernel(proto.name, proto.params, proto.result, proto.symbol, False)
     fake.register(k)
 
-    def run(symbol, dims, params):
-        slot = [ctypes.c_void_p.from_address(params + 8 * i).value for i in range(4)]
-        px, py = (ctypes.c_uint64.from_address(s).value for s in slot[:2])
-        a = ctypes.c_float.from_address(slot[2]).value
-        n = ctypes.c_int32.from_address(slot[3]).value
-        x = np.ctypeslib.as_array((ctypes.c_float * n).from_address(px))
-        y = np.ctypeslib.as_array((ctypes.c_float * n).from_address(py))
-        y[:] = a * x
-        return 0
-    fake.on_launch = run
+    fake.on_launch = fd.scale_on_host
     return k.load()
 
 

@@ -7,7 +7,6 @@ the Timing a bench returns is built by the same code as on a GPU; only the times
 
 import io
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -21,16 +20,9 @@ from cuda_magic.runtime import Kernel, bench, bench_history
 from cuda_magic.runtime.bench import Timing
 from cuda_magic.runtime.peaks import Device
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "benchmarks"))
-import fake_driver as fd  # noqa: E402
+import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
 
-SCALE = r'''
-extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] * a;
-}
-'''
+SCALE = fd.SCALE
 
 BIG = 10 ** 5000            # more digits than Python's int->str limit (4300)
 SHORT = 400                 # characters a short message stays under

@@ -27,7 +27,7 @@ def duration(ms: float) -> str:
 
 def ci_label(t) -> str:
     """'95% CI' (the interval's coverage is at least that), or its lower coverage."""
-    from ..runtime.bench import CI_LEVEL
+    from ..runtime.stats import CI_LEVEL
     return f"{CI_LEVEL:.0%} CI" if t.ci_coverage >= CI_LEVEL else f"{t.ci_coverage:.0%} CI"
 
 
@@ -244,8 +244,8 @@ def _history_rows(h) -> list[list[str]]:
     return rows
 
 
-LEGEND = ("regression: median above the previous comparable run's 95% CI and > 3% slower; "
-          "improvement: below it and > 3% faster; comparable: same launch (grid, block, "
+LEGEND = ("regression: 95% CI wholly above the previous comparable run's and median > 5% "
+          "slower; improvement: wholly below it and > 5% faster; comparable: same launch (grid, block, "
           "arguments, flush, graph)")
 
 

@@ -4,10 +4,9 @@
 hands the :class:`Timing` to :func:`~cuda_magic.runtime.bench_history.record`, which keeps it
 for ``cuda_magic.history(name)``.  The statistics are in :mod:`.stats`, the device's peaks
 and clocks in :mod:`.peaks`, the session's history in :mod:`.bench_history`; how a Timing
-looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``).  The names of those
-modules stay importable from here, as before they moved (``bench.device_info``,
-``bench.clear_history``, ``bench.median_ci``...).  Nothing here imports NumPy, and nothing
-touches CUDA before ``measure`` is called.
+looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``).  Each name
+lives in one of those modules only.  Nothing here imports NumPy, and nothing touches CUDA
+before ``measure`` is called.
 """
 
 from __future__ import annotations
@@ -26,12 +25,6 @@ from .staging import release
 from .driver import NoGPUError, api, check
 from .peaks import Clocks, Device, clocks_after, device_info, flop_type, nvml_reader, read_clock
 from .stats import mean, median_ci, quartiles
-# Names that lived here before stats, peaks and history had modules of their own (kernel.py
-# calls bench.record; docs/measure.md names bench.device_info and bench.clear_history).
-from ..errors import HistoryError  # noqa: F401
-from .bench_history import History, clear_history, history, record  # noqa: F401
-from .peaks import FMA_PER_CLOCK, UNSURE  # noqa: F401
-from .stats import CI_LEVEL  # noqa: F401
 
 __all__ = ["Timing", "BenchError", "options", "measure", "l2_state", "GRAPH_LAUNCHES",
            "WARMUP_MS", "WARMUP_MAX", "FLUSH_FACTOR", "BATCH"]

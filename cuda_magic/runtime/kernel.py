@@ -15,7 +15,7 @@ from . import driver, worker
 from .args import ArgumentError
 from .packer import Packer
 from .staging import release
-from . import bench as _bench
+from . import bench as _bench, bench_history
 from .bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
 from .driver import CudaError, api, check
 from ..errors import quote
@@ -316,7 +316,7 @@ class Kernel:
             timing = worker.call(self, "bench", dims, shared_mem, args, opts)
         else:
             timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), **opts)
-        return _bench.record(self, timing, args)
+        return bench_history.record(self, timing, args)
 
     def profile(self, grid, block, *args, shared_mem: int = 0, metrics=None, set: str = "default",
                 clock_control: str = "base"):

@@ -503,16 +503,7 @@ def test_gpu_profile_copy_kernel():
     assert "-lineinfo" in p.line_note and p.lines[5]["instructions"] > 0
 
 
-@pytest.mark.gpu
-def test_gpu_bench_agrees_with_ncu_duration():
-    _tool_or_skip("ncu")
-    k = kernel(COPY, "copy", None, arch=None)
-    n = 1 << 26
-    x = np.random.rand(n).astype(np.float32)
-    y = np.zeros_like(x)
-    p = k.profile((n + 255) // 256, 256, x, y, n)
-    t = k.bench((n + 255) // 256, 256, x, y, n, flush=True, repeat=30)
-    assert abs(t.median_ms * 1e3 - p.duration_us) / p.duration_us < 0.10, (t, p.duration_us)
+# How k.bench and ncu's gpu__time_duration agree is benchmarks/bench_timing.py's table.
 
 
 @pytest.mark.gpu

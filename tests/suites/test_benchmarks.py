@@ -39,6 +39,15 @@ def test_bench_launch_quick():
             or "GB/s vs cuLaunchKernel" in out.stdout), out.stdout
 
 
+def test_bench_measure_runs():
+    out = _run_script("bench_measure.py", "--repeat", "10", "--drift", "3")
+    assert out.returncode == 0, out.stderr
+    if "no GPU: skipped" not in out.stdout:
+        for row in ("copy 64 MiB", "fma chains", "L2 flush", "launch, empty kernel",
+                    "history drift, 3 calls", "history edit, 3x loop"):
+            assert row in out.stdout, out.stdout
+
+
 def test_bench_display_runs():
     out = _run_script("bench_display.py", "--repeat", "1")
     assert out.returncode == 0, out.stderr

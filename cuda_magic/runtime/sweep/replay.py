@@ -8,7 +8,7 @@ import os
 import time
 from typing import Mapping
 
-from .. import bench, driver
+from .. import bench, driver, peaks
 from ..driver import api, check
 from ..helper.encoding import decode
 from ..kernel import Kernel
@@ -111,6 +111,6 @@ def run_job(job: Job, gpu: str = "", shared: Mapping[str, DeviceArray] | None = 
 
 def label() -> str:
     """This helper's GPU, as the sweep's table names it: "GPU 1 (NVIDIA H200)"."""
-    name = bench.device_info().name
+    name = peaks.device_info().name
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     return f"GPU {visible or 0} ({name})"

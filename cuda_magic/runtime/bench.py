@@ -105,6 +105,8 @@ def _release(gate, value: int) -> None:
 GRAPH_LAUNCHES = 20        # launches per graph for graph=True
 WARMUP_MS = 25.0           # warmup=None: launch until about this much GPU time has passed
 WARMUP_MAX = 10_000        # ... or this many launches
+MAX_COUNT = 100_000        # the most repeat, warmup and graph may ask for: a typo's 10**9 timed
+                           # launches would hold two billion CUDA events and never end
 
 
 def _said(value) -> str:
@@ -121,6 +123,8 @@ def _count(value, name: str, low: int, what: str, allow_none: bool = False):
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise BenchError(f"{name}={_said(value)}: {what}")
+    if value > MAX_COUNT:
+        raise BenchError(f"{name}={_said(value)}: at most {MAX_COUNT:,} ({what})")
     return value
 
 

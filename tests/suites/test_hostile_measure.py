@@ -218,6 +218,18 @@ def test_huge_integers_in_launch_and_bench_arguments(fake, module, launch, error
     assert fake.launches == 0 and "launch" not in fake.log
 
 
+@pytest.mark.parametrize("keyword", ["repeat", "warmup", "graph"])
+def test_bench_counts_have_a_ceiling(fake, module, keyword):
+    """repeat=10**9 (a typo) went on to create two billion CUDA events and never returned."""
+    k = scale_kernel(fake, module)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(BenchError) as exc:
+        k.bench(1, 4, x, x, 1.0, 4, **{keyword: 10**9})
+    assert short(exc, keyword, "at most 100,000")
+    t = k.bench(1, 4, x, x, 1.0, 4, **{"repeat": 3, "warmup": 1, keyword: 100_000})  # the ceiling
+    assert {"repeat": t.n, "warmup": t.warmup, "graph": t.graph}[keyword] == 100_000
+
+
 # ---- a Module's keys -------------------------------------------------------------------
 
 @pytest.mark.parametrize("key", [5, None, BIG, 1.5, b"scale", ["scale"], ("scale",)],

@@ -1,6 +1,8 @@
 """How a :class:`~cuda_magic.variants.tune.Tuning` looks: a header (candidates per status, the
 pool, the time of each stage), the winner, a table of every candidate, a plot of their times
-(inline SVG, no plotting library), the cell that reproduces the winner, and the notes.
+(inline SVG, no plotting library), the cell that reproduces the winner, and the notes.  When
+every candidate failed the same way (one compile error, one launch error) the table gives way to
+that error, shown once: the compiler's errors with the cell lines they point at, and its log.
 
 Text (terminal, ``show``) and HTML (notebooks, nbconvert) read the same rows from here; in
 HTML everything from users and compilers is escaped and styles are inline.  :func:`figure` is
@@ -11,17 +13,22 @@ from __future__ import annotations
 
 from html import escape
 
+from ..compile.backends import CompileError
 from ..config import clip, printable
+from ..variants.candidates import DEFAULT_BLOCK
 from ..variants.space import c_text
 from . import markup
+from .content import argv_short_text
 from .text import table as text_table
 from .timing import _axis, duration
 from ..errors import NoMatplotlibError, PlotError, ShowError
 
-__all__ = ["TuneView", "PlotError", "header", "winner_line", "ordered", "columns", "text",
-           "page", "svg", "figure", "grouping", "MAX_TEXT_ROWS"]
+__all__ = ["TuneView", "PlotError", "header", "winner_line", "occupancy_note", "same_failure",
+           "ordered", "columns", "text", "page", "svg", "figure", "grouping", "MAX_TEXT_ROWS",
+           "MAX_LOG_LINES"]
 
 MAX_TEXT_ROWS = 40         # rows the text table shows (HTML shows them all)
+MAX_LOG_LINES = 40         # lines of a shared failure's compiler log the text shows
 STATUSES = ("ok", "winner", "compiled", "pruned", "failed", "wrong", "fault", "timeout", "error")
 GREEN, RED, BLUE = "#27ae60", "#c0392b", "#2980b9"
 STATUS_STYLE = {"winner": f"color: {GREEN}; font-weight: bold", "wrong": markup.ERR,
@@ -45,22 +52,69 @@ def _seconds(s: float) -> str:
 
 
 def counts(t) -> str:
-    """``64 candidates: 40 ok, 1 winner, 12 pruned, 3 failed, 2 wrong, 1 fault``."""
+    """``64 candidates: 40 ok, 1 winner, 12 pruned, 3 failed, 2 wrong, 1 fault``; ``12 candidates
+    compiled`` (pruned, failed) when all have that status."""
     n = t.counts
     order = [s for s in STATUSES if s in n] + [s for s in n if s not in STATUSES]
-    parts = ", ".join(f"{n[s]} {s}" for s in order)
     total = len(t.candidates)
-    return f"{total} candidate{'s' * (total != 1)}: {parts or 'none'}"
+    noun = f"{total} candidate{'s' * (total != 1)}"
+    if len(order) == 1 and order[0] in ("compiled", "pruned", "failed"):
+        return f"{noun} {order[0]}"
+    return f"{noun}: {', '.join(f'{n[s]} {s}' for s in order) or 'none'}"
 
 
 def header(t) -> str:
-    """Counts per status · the pool · the seconds of each stage."""
+    """Counts per status (and, when the sweep stopped before the bench stage, why: ``12
+    candidates compiled (compile-only: none benched)``) · the pool · the seconds of each stage."""
     parts = [counts(t)]
+    if t.stopped and any(c.failure is None for c in t.candidates):
+        parts[0] += f" ({t.stopped}: none benched)"
     if t.pool:
         parts.append(f"on {t.pool}")
     if t.seconds:
         parts.append(", ".join(f"{stage} {_seconds(s)}" for stage, s in t.seconds.items()))
     return " · ".join(parts)
+
+
+def occupancy_note(t) -> str:
+    """Which block size the occupancy column is at where neither ``--run`` nor the space gave
+    one: ``occupancy at block 256 (no block in the space)``, ``occupancy at the kernel's
+    __launch_bounds__ (128 threads)``; "" when every figure is at a launch's or the space's block."""
+    bounds = sorted({c.occupancy_block for c in t.candidates if c.occupancy_from == "bounds"})
+    default = any(c.occupancy_from == "default" for c in t.candidates)
+    sizes = ", ".join(map(str, bounds[:4])) + (", ..." if len(bounds) > 4 else "")
+    plain = f"block {DEFAULT_BLOCK} (no block in the space)"
+    if bounds and default:
+        return f"occupancy at __launch_bounds__ ({sizes}) where a kernel has one, else at {plain}"
+    if bounds:
+        return f"occupancy at the kernel's __launch_bounds__ ({sizes} threads)"
+    return f"occupancy at {plain}" if default else ""
+
+
+def same_failure(t):
+    """The first candidate when every candidate failed the same way (one compile error, one
+    launch error: :attr:`Candidate.failure`), else None."""
+    keys = {c.failure for c in t.candidates}
+    if len(keys) != 1 or None in keys:
+        return None
+    return t.candidates[0]
+
+
+def _failure_lead(t, c) -> str:
+    n = len(t.candidates)
+    what = "failed to compile" if c.status == "failed" else \
+        "timed out" if c.status == "timeout" else "failed"
+    if n == 1:
+        return f"#{c.index} {c.label} {what}:"
+    every = "both candidates" if n == 2 else f"all {n} candidates"
+    return f"{every} {what} the same way (#{c.index} {c.label} shown):"
+
+
+def _log_lines(log: str, limit: int) -> list[str]:
+    lines = log.strip("\n").split("\n") if log.strip() else ["(the compiler printed nothing)"]
+    if len(lines) <= limit:
+        return lines
+    return lines[:limit] + [f"... {len(lines) - limit} more lines (t.candidates[0].log)"]
 
 
 def _rate(c) -> list[str]:
@@ -74,11 +128,13 @@ def _rate(c) -> list[str]:
 
 def winner_line(t) -> str:
     """``winner: #3 BM=64 block=256 · 12.31 µs · 3,412 GB/s · GPU 0 (NVIDIA H200)``, or why
-    there is none."""
+    there is none ("" when the sweep stopped before the bench stage: the header says so)."""
     w = t.winner
     if w is None:
         timed = [c for c in t.candidates if c.time_ms is not None or c.status in
                  ("wrong", "fault", "timeout", "error") and c.gpu]
+        if not timed and t.stopped:
+            return ""          # the header says why nothing was (to be) timed
         if not timed:
             return "no winner: nothing was timed"
         return f"no winner: none of the {len(timed)} candidates that ran gave right outputs"
@@ -126,18 +182,38 @@ def columns(t) -> list[tuple[str, str, object]]:
 
 # -- text ---------------------------------------------------------------------------------------
 
+def _lines(t) -> list[str]:
+    """The header, the winner line and the occupancy note (those that say something)."""
+    return [x for x in (header(t), winner_line(t), occupancy_note(t)) if x]
+
+
+def _failure_text(t, c) -> list[str]:
+    out = [_failure_lead(t, c), ""]
+    if isinstance(c.error, CompileError):
+        out += [str(c.error), f"argv: {argv_short_text(c.error.argv)}", "", "log:"]
+        out += _log_lines(c.log, MAX_LOG_LINES)
+    else:
+        out += [str(c.error) if c.error is not None else c.reason]
+    return out
+
+
 def text(t, max_rows: int = MAX_TEXT_ROWS) -> str:
-    """The whole view as plain text; the table shows at most ``max_rows`` candidates."""
-    cols = columns(t)
-    rows = [[cell(c) for _, _, cell in cols] for c in ordered(t)]
-    for r in rows:
-        r[-1] = clip(r[-1], 100)
-    kinds = [kind for _, kind, _ in cols]
-    shown = rows[:max_rows]
-    out = [header(t), winner_line(t), ""]
-    out += text_table([name for name, _, _ in cols], ([kinds] if any(kinds) else []) + shown)
-    if len(rows) > len(shown):
-        out.append(f"  ... {len(rows) - len(shown)} more (t.rows())")
+    """The whole view as plain text; the table shows at most ``max_rows`` candidates (none when
+    every candidate failed the same way: that failure, once)."""
+    out = _lines(t) + [""]
+    failed = same_failure(t)
+    if failed is not None:
+        out += _failure_text(t, failed)
+    else:
+        cols = columns(t)
+        rows = [[cell(c) for _, _, cell in cols] for c in ordered(t)]
+        for r in rows:
+            r[-1] = clip(r[-1], 100)
+        kinds = [kind for _, kind, _ in cols]
+        shown = rows[:max_rows]
+        out += text_table([name for name, _, _ in cols], ([kinds] if any(kinds) else []) + shown)
+        if len(rows) > len(shown):
+            out.append(f"  ... {len(rows) - len(shown)} more (t.rows())")
     if t.cell is not None:
         out += ["", "Reproduce the winner:", t.cell.rstrip("\n")]
     if t.notes:
@@ -309,12 +385,25 @@ def _table(t) -> str:
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
+def _failure_html(t, c) -> str:
+    lead = markup.note(_failure_lead(t, c), markup.WARN)
+    if isinstance(c.error, CompileError):
+        return lead + markup.error(c.error)
+    return lead + markup.pre(str(c.error) if c.error is not None else c.reason,
+                             f"{markup.WRAP}; {markup.ERR}")
+
+
 def page(t) -> str:
-    """The whole view as static HTML: header, winner, table (every row, scrollable), plot,
-    the cell that reproduces the winner, notes."""
+    """The whole view as static HTML: header, winner, table (every row, scrollable; or the one
+    way every candidate failed), plot, the cell that reproduces the winner, notes."""
     w_style = f"color: {GREEN}; font-weight: bold" if t.winner else markup.WARN
-    parts = [f'<div style="{markup.MONO}; margin: 2px 0"><b>{escape(header(t))}</b></div>',
-             markup.note(winner_line(t), w_style), _table(t)]
+    parts = [f'<div style="{markup.MONO}; margin: 2px 0"><b>{escape(header(t))}</b></div>']
+    if winner_line(t):
+        parts.append(markup.note(winner_line(t), w_style))
+    if occupancy_note(t):
+        parts.append(markup.note(occupancy_note(t)))
+    failed = same_failure(t)
+    parts.append(_failure_html(t, failed) if failed is not None else _table(t))
     plot = svg(t)
     if plot:
         parts.append(markup.section("Time per candidate", plot + markup.note(LEGEND)))

@@ -16,8 +16,11 @@ from ..runtime.helper.program import Entry, Program
 from .record import Runs
 from .space import Parameter, Recipe, c_text, label
 
-__all__ = ["WHERE_NAMES", "Candidate", "kernel_names", "points", "after_build", "resources", "prune", "amount",
-           "bench_job"]
+__all__ = ["WHERE_NAMES", "DEFAULT_BLOCK", "FAILED", "Candidate", "kernel_names", "points",
+           "after_build", "resources", "prune", "amount", "bench_job"]
+
+DEFAULT_BLOCK = 256     # the occupancy's block size when nothing gives one (as Module.occupancy)
+FAILED = ("failed", "error", "fault", "timeout")    # the statuses of a candidate that failed
 
 
 @dataclass
@@ -27,7 +30,11 @@ class Candidate:
     ``status``: ``winner``, ``ok`` (ran, right outputs), ``pruned`` (spills, occupancy),
     ``failed`` (did not compile), ``wrong`` (outputs differ from the reference), ``fault``,
     ``timeout``, ``error`` (a launch failed) or ``compiled`` (nothing ran: --compile-only or
-    no GPU); ``reason`` says why in words."""
+    no GPU); ``reason`` says why in words.  ``log``: its build's compiler log (a failed build's
+    too, whose :class:`~cuda_magic.errors.CompileError` is ``error``: the errors with the cell
+    lines they point at).  ``occupancy`` is at ``occupancy_block`` threads, taken from
+    ``occupancy_from``: ``launch`` (what ``--run`` launched), ``block`` (the space's),
+    ``bounds`` (the kernel's ``__launch_bounds__``) or ``default`` (:data:`DEFAULT_BLOCK`)."""
 
     index: int
     params: dict
@@ -39,6 +46,10 @@ class Candidate:
     spill_bytes: int | None = None
     occupancy: float | None = None
     limiter: str = ""
+    occupancy_block: int | None = None   # the block size the occupancy is at
+    occupancy_from: str = ""       # launch, block, bounds or default (see above)
+    log: str = ""                  # the compiler's log of its build
+    error: Any = None              # a failed build's CompileError (or ConfigError)
     kernels: tuple = ()            # the kernels of its build
     launches: Any = None           # what --run launched, as recorded
     time_ms: float | None = None
@@ -56,6 +67,16 @@ class Candidate:
     @property
     def ran(self) -> bool:
         return self.status in ("ok", "winner", "wrong")
+
+    @property
+    def failure(self) -> tuple | None:
+        """How it failed, as a key that equals another candidate's when both failed the same
+        way (the same compiler errors at the same lines, the same launch error, its own values
+        aside: ``failed for BM=64``); None when it did not fail."""
+        if self.status not in FAILED:
+            return None
+        text = str(self.error) if self.error is not None else self.reason
+        return (self.status, text.replace(label(self.params), "<the point>"))
 
     def row(self) -> dict:
         """The candidate as a table row (plain values)."""
@@ -132,8 +153,10 @@ def after_build(group: Sequence[Candidate], module, error, runs, keep_spills: bo
     for c in group:
         c.module = module
         if error is not None:
-            c.status, c.reason = "failed", error
+            c.status, c.reason = "failed", error[0]
+            c.error, c.log = error[1], getattr(error[1], "log", "")
             continue
+        c.log = "\n".join(r.log.strip("\n") for r in module.results if r.log.strip())
         names = kernel_names(c)
         c.kernels = tuple({id(k): k for k in names.values()}.values())
         launches = None
@@ -151,31 +174,48 @@ def after_build(group: Sequence[Candidate], module, error, runs, keep_spills: bo
 
 
 def resources(c: Candidate, launches: Sequence | None) -> None:
-    """Registers, spills and occupancy of the kernels ``c`` launches (or all of its kernels,
-    at the space's ``block`` when it has one)."""
+    """Registers, spills and occupancy of the kernels ``c`` launches (or all of its kernels:
+    at the space's ``block`` when it has one, else at each kernel's ``__launch_bounds__``, else
+    at :data:`DEFAULT_BLOCK` threads)."""
     from ..inspect.occupancy import of_result
     own = c.params.get("block")
-    own = own if isinstance(own, int) and not isinstance(own, bool) else None
+    own = own if isinstance(own, int) and not isinstance(own, bool) and own > 0 else None
     chosen = [(k, dims, shared) for _, k, dims, shared, _ in launches] if launches else \
         [(k, None, 0) for k in c.kernels]
-    regs, spills, occ, limiter = None, 0, None, ""
+    regs, spills, occ, limiter, at = None, 0, None, "", (None, "")
     for k, dims, shared in chosen:
         res = k.result.resources.get(k.symbol)
         if res is None:
             continue
         regs = max(regs or 0, res.registers)
         spills += res.spill_stores + res.spill_loads
-        block = dims[3] * dims[4] * dims[5] if dims else own
-        if block:
-            try:
-                o = of_result(k.result, k.symbol, block, shared)
-            except Exception:
-                continue
-            if occ is None or o.occupancy < occ:
-                occ, limiter = o.occupancy, o.limiter
+        block, source = (dims[3] * dims[4] * dims[5], "launch") if dims else \
+            (own, "block") if own else _bounds(k)
+        if not block:
+            continue
+        try:
+            o = of_result(k.result, k.symbol, block, shared)
+        except Exception:
+            continue
+        if occ is None or o.occupancy < occ:
+            occ, limiter, at = o.occupancy, o.limiter, (block, source)
     c.registers = regs
     c.spill_bytes = spills if regs is not None else None
     c.occupancy, c.limiter = occ, limiter
+    c.occupancy_block, c.occupancy_from = at
+
+
+def _bounds(k) -> tuple[int, str]:
+    """The block size kernel ``k``'s binary says it was built for (``__launch_bounds__``), else
+    :data:`DEFAULT_BLOCK`; and which of the two it is."""
+    from ..compile.binary import BinaryFormatError, cubin_for, max_threads
+    r = k.result
+    try:
+        cubin = cubin_for(r.binary, r.format, r.arch)
+        bound = max_threads(cubin).get(k.symbol) if cubin else None
+    except (BinaryFormatError, ValueError):
+        bound = None
+    return (bound, "bounds") if bound else (DEFAULT_BLOCK, "default")
 
 
 def prune(c: Candidate, keep_spills: bool, min_occupancy: float | None) -> bool:
@@ -186,8 +226,9 @@ def prune(c: Candidate, keep_spills: bool, min_occupancy: float | None) -> bool:
         c.status, c.reason = "pruned", f"cannot run: {c.limiter} allow 0 blocks per SM"
         return True
     if min_occupancy is not None and c.occupancy is not None and c.occupancy < min_occupancy:
+        at = f", at block {c.occupancy_block}" if c.occupancy_from in ("bounds", "default") else ""
         c.status, c.reason = "pruned", (f"occupancy {100 * c.occupancy:.0f}% < "
-                                        f"{100 * min_occupancy:.0f}% ({c.limiter})")
+                                        f"{100 * min_occupancy:.0f}% ({c.limiter}{at})")
         return True
     return False
 

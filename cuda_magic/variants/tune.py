@@ -67,11 +67,12 @@ class Tuning:
     it (``cell``: the magic line, the ``//|`` header with the winner's flags, the code).
 
     ``plot(by="BM")`` draws the time of each candidate grouped by a parameter (matplotlib);
-    ``notes`` say what was left out and why."""
+    ``notes`` say what was left out and why; ``stopped`` why the sweep stopped before the bench
+    stage (``"compile-only"``, ``"no --run"``, ``"no GPU"``; ``""``: it did not)."""
 
     def __init__(self, source: str, parameters: Sequence[Parameter], candidates: Sequence[Candidate],
                  options: Mapping, preset: str | None, runs: tuple, pool: str, notes: Sequence[str],
-                 timings: Mapping[str, float], group: str | None = None):
+                 timings: Mapping[str, float], group: str | None = None, *, stopped: str = ""):
         self.source = source
         self.parameters = tuple(parameters)
         self.candidates = list(candidates)
@@ -80,6 +81,7 @@ class Tuning:
         self.notes = list(notes)
         self.seconds = dict(timings)      # stage -> seconds
         self.group = group
+        self.stopped = stopped
         for c in self.candidates:
             if c.status == "winner":
                 c.status = "ok"
@@ -357,6 +359,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
             want_gpu = False
             notes.append("no GPU here that runs this build: stopped after pruning (the bench "
                          "stage needs one)")
+    stopped = "compile-only" if compile_only else "no --run" if not texts else \
+        "no GPU" if not want_gpu else ""
     reference = reference_bits(reference)
 
     timings: dict[str, float] = {}
@@ -399,8 +403,9 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
                         judge.expect(c, jobs[c.index])
                         futures[pool.submit(jobs[c.index])] = c
             collect([f for f in futures if f not in seen and f.done()])
-            tick(f"tuning: {compiled}/{len(by_recipe)} builds compiled, {len(seen)} candidates "
-                 f"benched", started)
+            tick(f"tuning: {compiled}/{len(by_recipe)} builds compiled" + (
+                f" ({stopped}: none benched)" if stopped else
+                f", {len(seen)} candidates benched"), started)
         timings["compile"] = time.monotonic() - started
         waiting = set(futures) - seen
         while waiting:
@@ -422,7 +427,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     elif not texts:
         notes.append("no --run: nothing ran (give the launch, e.g. --run \"k[grid, block](x, n)\", "
                      "to bench the candidates)")
-    return Tuning(source, params, candidates, layer, preset, texts, pool_name, notes, timings, group)
+    return Tuning(source, params, candidates, layer, preset, texts, pool_name, notes, timings, group,
+                  stopped=stopped)
 
 
 def _build(source, layer, session, preset, instantiate, force, recipe: Recipe):
@@ -430,4 +436,4 @@ def _build(source, layer, session, preset, instantiate, force, recipe: Recipe):
         return cell.build(source, layer, session=session, preset=preset, instantiate=instantiate,
                           force=force, adjust=recipe.adjust), None
     except (CompileError, ConfigError) as exc:
-        return None, _failure(exc)
+        return None, (_failure(exc), exc.with_traceback(None))

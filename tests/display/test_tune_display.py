@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from html import escape
 
+import numpy as np
 import pytest
 
 import cuda_magic
@@ -78,9 +79,10 @@ def table_indices(text):
 def test_compile_only_text(swept):
     out = view(swept).text()
     lines = out.splitlines()
-    assert lines[0].startswith("16 candidates: 4 compiled, 4 pruned, 8 failed · compile ")
-    assert lines[1] == "no winner: nothing was timed"
-    head, kinds = lines[3].split(), lines[4].split()
+    assert lines[0].startswith("16 candidates: 4 compiled, 4 pruned, 8 failed (compile-only: "
+                               "none benched) · compile ")
+    assert lines[1] == ""             # no "no winner" line: nothing was meant to be timed
+    head, kinds = lines[2].split(), lines[3].split()
     assert head[:6] == ["#", "BM", "BAD", "maxrreg", "block", "tag"]
     assert kinds == ["template", "macro", "flag", "launch", "launch"]
     assert "GPU" not in head and "GB/s" not in head and "TFLOP/s" not in head
@@ -208,3 +210,96 @@ def test_figure(benched, swept, monkeypatch):
     with pytest.raises(NoMatplotlibError, match="pip install matplotlib") as err:
         benched.plot()
     assert isinstance(err.value, Error) and isinstance(err.value, ImportError)
+
+
+# ---- compile-only, occupancy, failures ------------------------------------------------------------
+
+SCALE = r'''template <int BM>
+__global__ void scale(const float* x, float* y, float a, int n) {
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * BM;
+    for (int j = 0; j < BM; ++j) if (i + j < n) y[i + j] = a * x[i + j];
+}
+'''
+BROKEN = SCALE.replace("* BM;", "* BM")         # line 3 lacks its ';': every build fails alike
+
+
+def test_compile_only_header_says_what_was_done_and_the_occupancy_block():
+    t = tune(SCALE, {"BM": [1, 4], "maxrreg": [None, 32]}, arch=ARCH, compile_only=True)
+    out = view(t).text()
+    lines = out.splitlines()
+    assert lines[0].startswith("4 candidates compiled (compile-only: none benched) · compile ")
+    assert lines[1] == "occupancy at block 256 (no block in the space)"
+    assert "benched" not in out.replace("(compile-only: none benched)", "")
+    assert "no winner" not in out
+    assert re.search(r"^  0 +1 +none +\d+ +0 +100% +- +compiled", out, re.M), out
+    h = view(t).html()
+    assert "4 candidates compiled (compile-only: none benched)" in h
+    assert "occupancy at block 256 (no block in the space)" in h and "no winner" not in h
+    assert h.count(">100%</td>") == 4
+
+
+def test_launch_bounds_note_names_the_block_sizes():
+    bounded = SCALE.replace("__global__ void", "__global__ void __launch_bounds__(32 * BM)")
+    t = tune(bounded, {"BM": [1, 4]}, arch=ARCH, compile_only=True)
+    out = view(t).text()
+    assert out.splitlines()[1] == "occupancy at the kernel's __launch_bounds__ (32, 128 threads)"
+    assert re.search(r"^  0 +1 +\d+ +0 +50% ", out, re.M), out     # 32 blocks of 1 warp: 32/64
+    both = tune(bounded + SCALE.replace("scale", "other"), {"BM": [1]}, arch=ARCH,
+                compile_only=True)
+    assert {(c.occupancy_block, c.occupancy_from) for c in both.candidates} == {(32, "bounds")}
+    t.candidates[1].occupancy_block, t.candidates[1].occupancy_from = 256, "default"
+    assert view(t).text().splitlines()[1] == (
+        "occupancy at __launch_bounds__ (32) where a kernel has one, else at block 256 "
+        "(no block in the space)")
+
+
+def test_every_candidate_failing_alike_shows_the_error_once():
+    t = tune(BROKEN, {"BM": [1, 4, 8], "maxrreg": [None, 32]}, arch=ARCH, compile_only=True)
+    assert t.counts == {"failed": 6}
+    out = view(t).text()
+    lines = out.splitlines()
+    assert lines[0].startswith("6 candidates failed · compile ")
+    assert "none benched" not in lines[0]
+    assert "all 6 candidates failed to compile the same way (#0 BM=1 maxrreg=none shown):" in out
+    assert out.count("nvrtc failed to compile cell.cu") == 1
+    assert "registers" not in out and "compile error:" not in out        # no table of rows
+    assert out.count('     4 |     for (int j = 0; j < BM; ++j)') == 1   # the source quote, once
+    assert "\nlog:\n" in out and 'warning #177-D: variable "i"' in out    # the compiler's log
+    assert "1 error detected in the compilation" in out
+    assert "argv: --gpu-architecture=" in out
+    h = view(t).html()
+    assert "<table" not in h and h.count("nvrtc failed to compile cell.cu") == 1
+    assert "all 6 candidates failed to compile the same way" in h
+    assert "expected a &quot;;&quot;" in h and ">Log</summary>" in h
+    assert "4 |     for (int j = 0; j &lt; BM; ++j)" in h
+    one = tune(BROKEN, {"BM": [1]}, arch=ARCH, compile_only=True)
+    assert "#0 BM=1 failed to compile:" in view(one).text()
+
+
+def test_one_launch_error_for_every_candidate_is_shown_once():
+    x = np.ones(8, np.float32)
+    t = tune(SCALE, {"BM": [1, 4]}, "scale[1, 128](x, missing, 2.0, 8)", arch=ARCH,
+             namespace={"x": x})
+    assert t.counts == {"error": 2}
+    out = view(t).text()
+    assert "both candidates failed the same way (#0 BM=1 shown):" in out
+    assert out.count("NameError: name 'missing' is not defined") == 1
+    assert "registers" not in out
+    h = view(t).html()
+    assert h.count("NameError: name &#x27;missing&#x27; is not defined") == 1 and "<table" not in h
+
+
+def test_candidates_failing_differently_keep_a_row_each():
+    cell = "#if V == 1\n#error one\n#else\n#error two\n#endif\n" + SCALE
+    t = tune(cell, {"V": [1, 2], "BM": [4]}, arch=ARCH, compile_only=True)
+    assert t.counts == {"failed": 2}
+    assert t.candidates[0].failure != t.candidates[1].failure
+    out = view(t).text()
+    assert "the same way" not in out and table_indices(out) == [0, 1]
+    assert "#error directive: one" in out and "#error directive: two" in out
+    assert view(t).html().count("<tr") == 1 + 2
+    # some compiled: the failed ones keep their rows (the one they share is not collapsed)
+    mixed = tune(SRC, {"BM": [32], "-DBAD": [0, 1], "maxrreg": [None]}, arch=ARCH,
+                 compile_only=True)
+    assert [c.status for c in mixed.candidates] == ["compiled", "failed"]
+    assert table_indices(view(mixed).text()) == [0, 1]

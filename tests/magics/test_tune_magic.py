@@ -267,6 +267,30 @@ def test_tuning_shows_as_text(shell):
     assert "8 candidates" in text and "compiled" in text
 
 
+def test_compile_only_without_a_block_shows_occupancy_and_what_was_done(shell):
+    t = tune(shell, '--space "BM=[64,128] BN=[1,2]" --compile-only')
+    assert all(c.occupancy is not None and c.occupancy_block == 256 for c in t.candidates)
+    text = shell.display_formatter.format(t)[0]["text/plain"]
+    lines = text.splitlines()
+    assert lines[0].startswith("4 candidates compiled (compile-only: none benched) · ")
+    assert lines[1] == "occupancy at block 256 (no block in the space)"
+    assert "0 candidates benched" not in text and "no winner" not in text
+    assert re.search(r"^  0 +64 +1 +\d+ +0 +\d+% +- +compiled", text, re.M), text
+
+
+def test_one_compile_error_of_every_candidate_shows_once(shell):
+    broken = GEMM.replace("threadIdx.x;", "threadIdx.x")
+    t = tune(shell, f"{SPACE} --compile-only", broken)       # no error raised: a sweep result
+    assert t.counts == {"failed": 8} and all(c.log and c.error is not None for c in t.candidates)
+    shown = shell.display_formatter.format(t)[0]
+    text, html = shown["text/plain"], shown["text/html"]
+    assert "all 8 candidates failed to compile the same way (#0 BM=64 BN=1 block=128 shown):" in text
+    assert text.count('cell.cu(4): error: expected a ";"') == 2    # the error, and its log
+    assert text.count("     4 |     if (i < n)") == 1 and "\nlog:\n" in text
+    assert "compile error:" not in text and "<table" not in html
+    assert html.count("nvrtc failed to compile cell.cu") == 1 and ">Log</summary>" in html
+
+
 def test_tune_and_tuning_are_exported():
     import cuda_magic
     assert cuda_magic.tune is tune_mod.tune and cuda_magic.Tuning is tune_mod.Tuning

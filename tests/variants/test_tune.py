@@ -173,6 +173,69 @@ def test_pruned_for_spills_occupancy_and_failed_compiles():
     assert kept.candidates[0].status == "compiled" and kept.candidates[0].spill_bytes > 0
 
 
+BOUNDED = SCALE_T.replace("__global__ void", "__global__ void __launch_bounds__(32 * BM)").replace(
+    "#pragma unroll UNROLL", "")      # nvcc expands no macro in a #pragma unroll
+
+
+def test_compile_only_occupancy_without_a_block_in_the_space():
+    # no block, no --run: at the default block (as Module.occupancy), and said so
+    t = tune(SCALE_T, "BM=[1, 8] UNROLL=[1, 4]", arch=ARCH, compile_only=True)
+    assert all(c.occupancy == 1.0 and (c.occupancy_block, c.occupancy_from) == (256, "default")
+               for c in t.candidates)
+    assert [c.row()["occupancy"] for c in t.candidates] == [1.0] * 4
+    # __launch_bounds__ from each instance's binary (a template argument in it), NVRTC and nvcc
+    for config in (None, {"compiler": "nvcc"}):
+        t = tune(BOUNDED, "BM=[1, 4]", arch=ARCH, compile_only=True, config=config)
+        assert [(c.occupancy_block, c.occupancy_from) for c in t.candidates] == \
+            [(32, "bounds"), (128, "bounds")]
+        assert [c.occupancy for c in t.candidates] == [0.5, 1.0]    # 32 blocks x 1 warp of 64
+        assert t.candidates[0].limiter == "blocks"
+    # the space's block and --run's launch come first
+    t = tune(BOUNDED, "BM=[4] block=[64]", arch=ARCH, compile_only=True)
+    assert (t.candidates[0].occupancy_block, t.candidates[0].occupancy_from) == (64, "block")
+    x = np.ones(8, np.float32)
+    t = tune(BOUNDED, "BM=[4]", "scale[1, 96](x, x, 2.0, 8)", arch=ARCH, compile_only=True,
+             namespace={"x": x})
+    assert (t.candidates[0].occupancy_block, t.candidates[0].occupancy_from) == (96, "launch")
+    # pruned at the default block: the reason says at which
+    t = tune(HEAVY, "maxrreg=[none]", arch=ARCH, compile_only=True, min_occupancy=0.99)
+    assert t.candidates[0].status == "pruned"
+    assert t.candidates[0].reason.endswith(", at block 256)"), t.candidates[0].reason
+
+
+def test_a_failed_build_keeps_its_log_and_error():
+    broken = SCALE_T.replace("int i = blockIdx.x * blockDim.x + threadIdx.x;",
+                             "int i = blockIdx.x * blockDim.x + threadIdx.x")
+    t = tune(broken, "BM=[1, 4] UNROLL=[1, 2]", arch=ARCH, compile_only=True)
+    assert t.counts == {"failed": 4}
+    for c in t.candidates:
+        assert isinstance(c.error, cuda_magic.CompileError) and c.error.__traceback__ is None
+        assert 'error: expected a ";"' in c.log and c.log == c.error.log
+        assert "     9 |     for (int j" in str(c.error)   # the cell line it points at
+    assert len({c.failure for c in t.candidates}) == 1    # one way, whatever the values
+    ok = tune(SCALE_T, "BM=[4]", arch=ARCH, compile_only=True, force=True)
+    c = ok.candidates[0]
+    assert c.failure is None and c.error is None and c.log == c.module.result.log.strip("\n")
+    assert "Used" in c.log and "registers" in c.log        # ptxas -v
+    # a launch error that names the candidate's values is still one way
+    x = np.ones(8, np.float32)
+    t = tune(SCALE_T, "BM=[1, 4]", "scale[1, 128](x, nope, 2.0, 8)", arch=ARCH,
+             namespace={"x": x})
+    assert [c.status for c in t.candidates] == ["error", "error"]
+    assert "failed for BM=1" in t.candidates[0].reason and "failed for BM=4" in t.candidates[1].reason
+    assert t.candidates[0].failure == t.candidates[1].failure
+
+
+def test_compile_only_progress_says_none_benched():
+    from cuda_magic.compile import parallel
+    said = []
+    with parallel.progress(lambda what, seconds: said.append(what)):
+        t = tune(SCALE_T, "BM=[2, 3] UNROLL=[1, 3]", arch=ARCH, compile_only=True, force=True)
+    assert t.stopped == "compile-only" and said
+    assert all(w.endswith("builds compiled (compile-only: none benched)") for w in said), said
+    assert tune(SCALE_T, "BM=[2]", arch=ARCH).stopped == "no --run"
+
+
 def test_run_is_recorded_without_a_gpu():
     x = np.ones(1000, np.float32)
     y = np.zeros_like(x)

@@ -16,6 +16,7 @@ base, but ptxas aligns parameters to their *absolute* address in the bank, so on
 to more than 16 bytes (``alignas(32)``, a ``CUtensorMap`` at 128) can sit elsewhere than
 the PTX layout says, and differently per arch.  The cubin's offsets are the driver's: they
 equal ``cuFuncGetParamInfo`` for every kernel of the tests (H200, driver 580).
+``__launch_bounds__(N)`` is ``EIATTR_MAX_THREADS`` (0x05): ``u32 x, y, z`` = ``N, 1, 1``.
 """
 
 from __future__ import annotations
@@ -29,28 +30,47 @@ _EIFMT_SVAL = 4
 _EIATTR_KPARAM_INFO = 0x17
 _EIATTR_CBANK_PARAM_SIZE = 0x19
 _EIATTR_KPARAM_INFO_V2 = 0x45
+_EIATTR_MAX_THREADS = 0x05
+
+
+def _entry_infos(data: bytes):
+    """``(symbol, its .nv.info.<name> data or None)`` of each kernel entry of an ELF64 cubin."""
+    secs = _elf.sections(data)
+    infos: dict[int, bytes] = {}       # .text section index -> its .nv.info.<name> data
+    by_name: dict[str, bytes] = {}
+    for s in secs:
+        if s.name.startswith(".nv.info."):
+            body = data[s.offset:s.offset + s.size]
+            by_name[s.name[len(".nv.info."):]] = body
+            if s.info:
+                infos[s.info] = body
+    for i, s in enumerate(secs):
+        if s.type != _elf.SHT_SYMTAB:
+            continue
+        for sym in _elf.symbols(data, secs, i):
+            if _elf.is_entry(sym):
+                yield sym.name, infos.get(sym.shndx, by_name.get(sym.name))
 
 
 def cubin_entries(data: bytes) -> list[tuple[str, tuple[tuple[int, int], ...] | None]]:
     """``(symbol, params)`` of each kernel entry of an ELF64 cubin."""
-    secs = _elf.sections(data)
     try:
-        infos: dict[int, bytes] = {}       # .text section index -> its .nv.info.<name> data
-        by_name: dict[str, bytes] = {}
-        for s in secs:
-            if s.name.startswith(".nv.info."):
-                body = data[s.offset:s.offset + s.size]
-                by_name[s.name[len(".nv.info."):]] = body
-                if s.info:
-                    infos[s.info] = body
-        out = []
-        for i, s in enumerate(secs):
-            if s.type != _elf.SHT_SYMTAB:
-                continue
-            for sym in _elf.symbols(data, secs, i):
-                if _elf.is_entry(sym):
-                    info = infos.get(sym.shndx, by_name.get(sym.name))
-                    out.append((sym.name, None if info is None else _kparams(info)))
+        return [(name, None if info is None else _kparams(info))
+                for name, info in _entry_infos(data)]
+    except (struct.error, IndexError) as e:
+        raise BinaryFormatError(f"truncated or malformed cubin ({e})") from None
+
+
+def max_threads(data: bytes) -> dict[str, int]:
+    """``{symbol: threads}``: the ``__launch_bounds__`` maximum block size of each kernel entry
+    of an ELF64 cubin that has one."""
+    try:
+        out = {}
+        for name, info in _entry_infos(data):
+            for attr, value in _eiattrs(info or b""):
+                if attr == _EIATTR_MAX_THREADS and isinstance(value, bytes) and len(value) >= 12:
+                    x, y, z = struct.unpack_from("<III", value)
+                    out[name] = x * y * z
         return out
     except (struct.error, IndexError) as e:
         raise BinaryFormatError(f"truncated or malformed cubin ({e})") from None

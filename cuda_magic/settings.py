@@ -152,6 +152,11 @@ TABLE: dict[str, Setting] = {s.name: s for s in (
             parse=_count_text, doc=
             "The disk cache's own temporary files older than this (an interrupted write) are "
             "removed when the directory is opened."),
+    Setting("static_sass", "CUDA_MAGIC_STATIC_SASS", False, _switch, doc=
+            "Also put the start of each kernel's SASS into the static HTML of every displayed "
+            "cell, the view a saved notebook and nbconvert show (runs nvdisasm for every cell "
+            "instead of when the SASS tab is opened).  %config CudaMagics.static_sass sets it; "
+            "notebooks/run.py turns it on for the notebooks it runs."),
     Setting("plan_launch", "CUDA_MAGIC_PLAN_LAUNCH", "auto", _plan, doc=
             "The launch plan's last call: 'auto' is CuPy's launchKernel where CuPy is already "
             "loaded, else cuda.bindings' cuLaunchKernel; 'bindings' is always cuda.bindings'.  "

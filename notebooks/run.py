@@ -6,7 +6,8 @@
 Each notebook runs top to bottom in a fresh `python3` kernel (nbclient) whose working
 directory is the notebook's own folder, with this checkout first on the kernel's
 PYTHONPATH. For NAME.ipynb it writes OUT/NAME.ipynb (outputs and widget state saved) and
-OUT/NAME.html (nbconvert), OUT being notebooks/executed/ unless --out says otherwise, then
+OUT/NAME.html (nbconvert, each output's static HTML view first: the page needs no network),
+OUT being notebooks/executed/ unless --out says otherwise, then
 prints how long it took, whether a GPU was present, the absolute paths, and how to open
 the result in JupyterLab. Without a GPU the notebooks compile for sm_90a and skip their
 launches.
@@ -21,11 +22,19 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+
+# nbconvert's HTML prefers a widget's view, whose manager script loads from a CDN: on a machine
+# without internet the cell's output is empty.  Each cuda_magic output also holds its static
+# view (text/html: config, resources, log, SASS), which needs nothing: the page shows that.
+# docs/display.md gives the same list for `jupyter nbconvert` on the command line.
+STATIC_FIRST = ["text/html", "text/markdown", "image/svg+xml", "text/latex", "image/png",
+                "image/jpeg", "text/plain"]
 
 
 def _gpu() -> str | None:
@@ -60,15 +69,27 @@ def _failure(nb, exc) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", str(exc))[-3000:]
 
 
+def _kernel_manager():
+    """The kernel's manager: over local sockets (IPC) where the OS has them, so ipykernel does
+    not warn in the middle of the output that TCP is unencrypted (and nothing listens on a
+    port); the sockets go to a temporary folder."""
+    from jupyter_client import KernelManager
+    if os.name == "nt":
+        return KernelManager(kernel_name="python3")
+    return KernelManager(kernel_name="python3", transport="ipc",
+                         ip=os.path.join(tempfile.mkdtemp(prefix="cuda-magic-run-"), "kernel"))
+
+
 def run(notebook: Path, out: Path, timeout: int) -> bool:
     """Execute `notebook`, write OUT/NAME.ipynb and OUT/NAME.html; True if every cell ran."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
 
     nb = nbformat.read(notebook, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", km=_kernel_manager(),
                             resources={"metadata": {"path": str(notebook.parent)}})
     start = time.perf_counter()
     error = None
@@ -83,7 +104,8 @@ def run(notebook: Path, out: Path, timeout: int) -> bool:
     out.mkdir(parents=True, exist_ok=True)
     ipynb, html = out / notebook.name, (out / notebook.name).with_suffix(".html")
     nbformat.write(nb, ipynb)
-    page, _ = HTMLExporter().from_notebook_node(nb)
+    exporter = HTMLExporter(config=Config({"NbConvertBase": {"display_data_priority": STATIC_FIRST}}))
+    page, _ = exporter.from_notebook_node(nb)
     html.write_text(page, encoding="utf-8")
 
     status = "failed after" if error else "ran in"
@@ -114,8 +136,10 @@ def main(argv=None) -> int:
     out = args.out.resolve()
     gpu = _gpu()
     print(f"GPU: {gpu}" if gpu else "GPU: none (the notebooks compile for sm_90a and skip launches)")
-    # The kernel imports the cuda_magic of this checkout.
+    # The kernel imports the cuda_magic of this checkout, and puts each kernel's SASS into the
+    # static view the HTML page shows (settings.static_sass).
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    os.environ.setdefault("CUDA_MAGIC_STATIC_SASS", "1")
     for nb in notebooks:
         if not run(nb, out, args.timeout):
             return 1

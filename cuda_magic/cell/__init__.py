@@ -301,7 +301,8 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
     (``"axpy<float>"``, ``"ns::axpy<float>"``).  The kernels bound are the kernel
     entries of the binary (see :mod:`cuda_magic.cell.bind`).  ``load=True`` (or a
     function asked after compiling, returning whether to) loads the modules on the GPU
-    now and records a failure in ``Module.load_error`` instead of raising.  ``adjust`` edits each resolved config after all layers
+    now and records a failure in ``Module.load_error`` instead of raising; a function that says
+    no (no GPU) leaves the reason in ``Module.not_loaded``.  ``adjust`` edits each resolved config after all layers
     (``%%cuda_compare`` variants).
     """
     adjust = adjust or (lambda resolved: resolved)
@@ -379,6 +380,8 @@ def build(text: str, options: Mapping | None = None, *, session: Mapping | None 
             module.load()
         except Exception as exc:  # a GPU that cannot run this arch, no driver, ...
             module.load_error = exc
+    elif module.kernels and callable(load):       # asked after compiling: there was no GPU
+        module.not_loaded = "no NVIDIA GPU and driver here, so compiled only (launching needs them)"
     return module
 
 

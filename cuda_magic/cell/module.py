@@ -145,6 +145,7 @@ class Module:
         self._printf = printf
         self._other: dict = {}          # (kernel, arch) -> Kernel over another arch's build
         self.load_error: Exception | None = None
+        self.not_loaded = ""            # why nothing was loaded at build time, where known
         self.compile_wall: float | None = None   # seconds the builds took together (wall)
 
     @property
@@ -172,7 +173,8 @@ class Module:
         return self._entries[self._name(kernel)].config
 
     def occupancy(self, kernel: str, block: int = 256, shared: int = 0):
-        """Theoretical occupancy of ``kernel`` at ``block`` threads per block and ``shared``
+        """Theoretical occupancy of ``kernel`` at ``block`` threads per block (an int or a
+        launch's 1 to 3 dimensions, ``(32, 32)``) and ``shared``
         bytes of dynamic shared memory: blocks and warps per SM, the fraction of the SM's warps,
         and the limiter named (registers, shared memory, warps, blocks, barriers), computed
         from ptxas's figures and the arch's published limits
@@ -180,7 +182,8 @@ class Module:
         ``.driver`` is the driver's own figure (blocks per SM) beside it."""
         from dataclasses import replace
 
-        from ..inspect.occupancy import of_result
+        from ..inspect.occupancy import of_result, threads
+        block = threads(block)                  # (32, 32) as a launch takes it: 1024 threads
         name = self._name(kernel)
         k = self.kernels[name]
         occ = of_result(self._of[name], k.symbol, block, shared)

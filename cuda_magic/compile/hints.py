@@ -52,6 +52,9 @@ def log_hints(log: str, nvrtc: bool = True) -> list[str]:
         header = _NEEDS.get(name) if name else _NEEDS_STD.get(std)
         line = (f"'{'std::' if std else ''}{name or std}' is declared in <{header}>: "
                 f"add #include <{header}>") if header else None
+        if line and nvrtc and header == "cmath":
+            line += " (nvcc compiles it without: its implicit cuda_runtime.h includes the math " \
+                    "headers; NVRTC includes nothing)"
         if device:
             line = (f"cub::{device} (device-wide, launched from the host) is not available "
                     "under NVRTC: compile the cell with --compiler nvcc")

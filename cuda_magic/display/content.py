@@ -99,7 +99,7 @@ class Content:
         for b, e in self.entries:
             res = b.resources(e)
             if res is not None and res.spills:
-                out.append(f"{e.name} spills {res.spill_stores} B / {res.spill_loads} B")
+                out.append(f"{e.name} spills: {res.spill_stores} B stored, {res.spill_loads} B loaded")
             elif res is not None and (res.local or res.warnings):
                 out.append(f"{e.name}: " + (res.warnings[0].split(":", 1)[-1].strip()
                                            if res.warnings else f"{res.local} B local memory"))
@@ -158,8 +158,7 @@ def content(obj) -> Content:
         if obj.load_error is not None:
             notes.append(f"not loaded on the GPU: {obj.load_error}")
         elif obj.kernels and not any(k.loaded for k in obj.kernels.values()):
-            notes.append("not loaded: compiled only (launching needs an NVIDIA GPU and driver, "
-                         "or it was --compile-only)")
+            notes.append(f"not loaded: {obj.not_loaded or 'each kernel loads at its first launch'}")
         if renamed := obj.renamed():
             notes.append(f"bound as: {'; '.join(renamed)}")
         if obj.templates:
@@ -292,6 +291,22 @@ def config_rows(columns: list[tuple[str, Resolved]]) -> list[tuple[str, list[tup
                 cells.append((None, None))
         rows.append((key, cells))
     return rows
+
+
+def unused_keys(columns: list[tuple[str, Resolved]]) -> list[str]:
+    """The compiler keys (``nvrtc``, ``nvcc``) that no build of ``columns`` compiled with: their
+    flags did not run, and a build's view folds them away."""
+    used = {resolved["compiler"] for _, resolved in columns if "compiler" in resolved}
+    return [k for k in ("nvrtc", "nvcc") if used and k not in used]
+
+
+def split_rows(columns, fold_unused: bool):
+    """(rows that ran, rows folded away, notes of the rows that ran): :func:`config_rows` and
+    :func:`config_notes`, with the unused compiler's key apart when ``fold_unused``."""
+    rows, notes = config_rows(columns), config_notes(columns)
+    unused = unused_keys(columns) if fold_unused else []
+    return ([r for r in rows if r[0] not in unused], [r for r in rows if r[0] in unused],
+            [n for n in notes if n.split(":", 1)[0].split(" ", 1)[0] not in unused])
 
 
 def config_notes(columns: list[tuple[str, Resolved]]) -> list[str]:

@@ -41,15 +41,15 @@ def widgets_available() -> bool:
 
 @contextmanager
 def live(pane, what: str, every: float = 0.25):
-    """While the block runs, ``pane`` (an HTML widget) reads "⏳ what … 1.2 s", the time
+    """While the block runs, ``pane`` (an HTML widget) reads "what … 1.2 s" (plain text: an emoji renders as a box without an emoji font), the time
     counted by a timer thread (widget updates reach the browser from any thread)."""
     started = time.monotonic()
-    pane.value = markup.note(f"⏳ {what} …")
+    pane.value = markup.note(f"{what} …")
     done = threading.Event()
 
     def count():
         while not done.wait(every):
-            pane.value = markup.note(f"⏳ {what} … {time.monotonic() - started:.1f} s")
+            pane.value = markup.note(f"{what} … {time.monotonic() - started:.1f} s")
     timer = threading.Thread(target=count, name="cuda-magic status", daemon=True)
     timer.start()
     try:

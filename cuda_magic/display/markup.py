@@ -7,6 +7,7 @@ the HTML survives nbconvert, widgets and sanitisers alike.
 
 from __future__ import annotations
 
+import json
 from html import escape
 
 from pygments import highlight
@@ -14,9 +15,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
 from .content import (DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
-                      argv_short_text, argv_shortened, argv_text, build_columns, config_notes,
-                      config_rows, occupancy_cell, occupancy_rows, resource_note, resource_rows,
-                      supplied_note, families_note)
+                      argv_short_text, argv_shortened, argv_text, build_columns,
+                      occupancy_cell, occupancy_rows, resource_note, resource_rows,
+                      split_rows, supplied_note, families_note)
 from .sass import SassLexer, SassStyle, annotate
 
 __all__ = ["header", "config", "argv_html", "resources", "log", "sass", "ptx", "source", "page",
@@ -124,21 +125,45 @@ def header(c: Content) -> str:
     return f'<div style="{MONO}; margin: 2px 0"><b>{escape(c.header())}</b>{warn}</div>{notes}'
 
 
-def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "") -> str:
-    """Each key's value and layer, one column pair per build; then the argv of each build."""
-    rows = config_rows(columns)
+def _value(text: str) -> str:
+    """A config value; a flag list with each flag unbroken (a line breaks between flags, never
+    inside ``--warn-on-spills``)."""
+    try:
+        items = json.loads(text) if text.startswith("[") else None
+    except ValueError:
+        items = None
+    if not isinstance(items, list):
+        return escape(text)
+    return "[" + ", ".join(f'<span style="white-space: nowrap">{escape(json.dumps(t))}</span>'
+                           for t in items) + "]"
+
+
+def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "",
+           fold_unused: bool = False) -> str:
+    """Each key's value and layer, one column pair per build; then the argv of each build.
+    ``fold_unused``: the flags of a compiler no build used go under a fold."""
+    rows, folded, notes = split_rows(columns, fold_unused)
     many = len(columns) > 1
     head = ["key"] + [h for label, _ in columns
                       for h in ((f"{escape(label)}", "layer") if many else ("value", "layer"))]
-    body = []
-    for key, cells in rows:
-        differs = len({v for v, _ in cells}) > 1
-        out = [escape(key)]
-        for value, layer in cells:
-            shown = _span("(not set)", DIM) if value is None else escape(value)
-            out += [f"<b>{shown}</b>" if differs else shown, _layer(layer)]
-        body.append(out)
-    parts = [lead, table(head, body)] + [note(n) for n in config_notes(columns)]
+
+    def body(rows):
+        out = []
+        for key, cells in rows:
+            differs = len({v for v, _ in cells}) > 1
+            row = [escape(key)]
+            for value, layer in cells:
+                shown = _span("(not set)", DIM) if value is None else _value(value)
+                row += [f"<b>{shown}</b>" if differs else shown, _layer(layer)]
+            out.append(row)
+        return out
+    parts = [lead, table(head, body(rows))]
+    if folded:
+        names = ", ".join(k for k, _ in folded)
+        parts.append(f'<details style="margin: 2px 0"><summary style="{MONO}; {DIM}; cursor: '
+                     f'pointer">{escape(names)} flags: not used (compiled with '
+                     f'{escape(_compilers(columns))})</summary>{table(head, body(folded))}</details>')
+    parts += [note(n) for n in notes]
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""
         parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + argv_html(argv))
@@ -155,8 +180,12 @@ def argv_html(words) -> str:
             f'pointer">exact argv</summary>{pre(argv_text(words), WRAP)}</details>')
 
 
+def _compilers(columns) -> str:
+    return " and ".join(dict.fromkeys(r["compiler"] for _, r in columns if "compiler" in r))
+
+
 def config_of(c: Content) -> str:
-    return config(build_columns(c), [(b.label, b.result.argv) for b in c.builds])
+    return config(build_columns(c), [(b.label, b.result.argv) for b in c.builds], fold_unused=True)
 
 
 def resources(c: Content) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .content import (ARGV_HINT, DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
-                      argv_short_text, argv_shortened, argv_text, build_columns, config_notes,
-                      config_rows, occupancy_cell, occupancy_rows, resource_note, resource_rows,
-                      supplied_note, families_note)
+                      argv_short_text, argv_shortened, argv_text, build_columns,
+                      occupancy_cell, occupancy_rows, resource_note, resource_rows,
+                      split_rows, supplied_note, families_note)
 
 __all__ = ["config", "config_of", "exact_argv", "resources", "log", "summary", "numbered"]
 
@@ -16,14 +16,21 @@ def table(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[st
     return [fmt.format(*head).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
 
 
-def config(columns, argvs=()) -> str:
-    """Each key with its value and ``[layer]``; then the argv of each build."""
+def config(columns, argvs=(), fold_unused: bool = False) -> str:
+    """Each key with its value and ``[layer]``; then the argv of each build.  ``fold_unused``:
+    the flags of a compiler no build used go on one line after the table."""
     many = len(columns) > 1
     head = ["key"] + [h for label, _ in columns for h in ((label, "layer") if many else ("value", "layer"))]
-    rows = [[key] + [x for v, layer in cells for x in (v if v is not None else "(not set)",
-                                                         f"[{layer}]" if layer else "")]
-            for key, cells in config_rows(columns)]
-    out = table(head, rows) + [f"  {n}" for n in config_notes(columns)]
+    rows, folded, notes = split_rows(columns, fold_unused)
+
+    def cells_of(cells):
+        return [x for v, layer in cells for x in (v if v is not None else "(not set)",
+                                                  f"[{layer}]" if layer else "")]
+    out = table(head, [[key] + cells_of(cells) for key, cells in rows])
+    compilers = " and ".join(dict.fromkeys(r["compiler"] for _, r in columns if "compiler" in r))
+    out += [f"  not used (compiled with {compilers}): {key} " + " ".join(cells_of(cells)).strip()
+            for key, cells in folded]
+    out += [f"  {n}" for n in notes]
     for label, argv in argvs:
         out.append(f"argv{f' ({label})' if many else ''}: {argv_short_text(argv)}")
     if any(argv_shortened(argv) for _, argv in argvs):
@@ -38,7 +45,7 @@ def exact_argv(argvs) -> str:
 
 
 def config_of(c: Content) -> str:
-    return config(build_columns(c), [(b.label, b.result.argv) for b in c.builds])
+    return config(build_columns(c), [(b.label, b.result.argv) for b in c.builds], fold_unused=True)
 
 
 def resources(c: Content, kernel: str | None = None) -> str:

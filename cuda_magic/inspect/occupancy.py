@@ -214,6 +214,17 @@ class Occupancy:
                 f"{self.percent} ({self.limiter}){driver}")
 
 
+def threads(block) -> int:
+    """Threads per block from a block as a launch takes it: an int, or 1 to 3 ints
+    (``(32, 32)`` is 1024 threads)."""
+    if isinstance(block, (tuple, list)):
+        if not 1 <= len(block) <= 3:
+            raise OccupancyError(f"block {tuple(block)!r}: give 1 to 3 dimensions, as a launch "
+                                 f"takes them", "block")
+        return math.prod(_count("block", d, minimum=1) for d in block)
+    return _count("block", block)
+
+
 def _count(name: str, value, *, minimum: int = 0) -> int:
     if isinstance(value, bool):
         raise OccupancyTypeError(f"{name} must be an integer, not bool", name)
@@ -266,14 +277,15 @@ def _shared_limit(row: ArchLimits, static: int, dynamic: int) -> tuple[int | Non
 
 def occupancy(arch: str, block: int, *, registers: int, static_shared: int = 0,
               dynamic_shared: int = 0, barriers: int = 0) -> Occupancy:
-    """Theoretical occupancy of a kernel launched with ``block`` threads per block.
+    """Theoretical occupancy of a kernel launched with ``block`` threads per block (an int, or
+    1 to 3 dimensions as a launch takes them: ``(32, 32)``).
 
     ``registers`` per thread, ``static_shared`` bytes and ``barriers`` as ptxas reports
     them (:class:`~cuda_magic.compile.ptxas.Resources`), ``dynamic_shared`` bytes per
     launch.  See the module docstring for the rules.
     """
     row = arch_limits(arch)
-    block = _count("block", block)
+    block = threads(block)
     registers = _count("registers", registers)
     static_shared = _count("static_shared", static_shared)
     dynamic_shared = _count("dynamic_shared", dynamic_shared)

@@ -44,7 +44,7 @@ class CudaMagics(Magics):
     preset = Unicode(None, allow_none=True, help="The session's preset layer.").tag(config=True)
     cache_dir = Unicode(None, allow_none=True,
                         help="Also keep compiled binaries on disk here.").tag(config=True)
-    static_sass = Bool(False, help="Also put the start of each kernel's SASS into the HTML saved "
+    static_sass = Bool(help="Also put the start of each kernel's SASS into the HTML saved "
                                    "with the notebook (for nbconvert); runs nvdisasm for every "
                                    "cell instead of when the SASS tab is opened.").tag(config=True)
 
@@ -67,6 +67,14 @@ class CudaMagics(Magics):
     @default("cache_dir")
     def _cache_dir_default(self):       # what is in force: settings.cache_dir ($CUDA_MAGIC_CACHE_DIR)
         return settings.cache_dir
+
+    @default("static_sass")
+    def _static_sass_default(self):     # settings.static_sass ($CUDA_MAGIC_STATIC_SASS)
+        return settings.static_sass
+
+    @observe("static_sass")
+    def _static_sass_changed(self, change):
+        settings.static_sass = change["new"]
 
     @observe("cache_dir")
     def _cache_dir_changed(self, change):
@@ -145,7 +153,9 @@ class CudaMagics(Magics):
             module = _cell.build(cell, _args.layer(args), session=self.defaults,
                                  preset=args.preset or self.preset,
                                  instantiate=args.instantiate or (), force=args.force,
-                                 load=lambda: gpu is not None and gpu() is not None)
+                                 load=False if args.compile_only else lambda: gpu() is not None)
+        if args.compile_only:
+            module.not_loaded = "--compile-only (compiled and shown; no kernels bound or loaded)"
         _names.bind(self.shell, module, args.name, kernels=not args.compile_only)
         if args.name:
             _frontend.named(module, args.name)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import functools
+import inspect
 import os
 import re
 import sys
@@ -87,6 +89,46 @@ _ATTRIBUTES = {
     "binary_version": "CU_FUNC_ATTRIBUTE_BINARY_VERSION",
 }
 
+
+
+class _LaunchForm:
+    """A method that takes a launch's grid and block first (``bench``, ``profile``, ``check``),
+    callable as ``k.bench(grid, block, *args, **kw)`` and also written like a launch:
+    ``k.bench[grid, block](*args, **kw)``, with ``[grid, block, shared_mem, stream]`` as in
+    ``k[...]`` (where the method takes a stream)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        params = inspect.signature(fn).parameters
+        self.extra = tuple(n for n in ("shared_mem", "stream") if n in params)
+
+    def __get__(self, kernel, owner=None):
+        return self if kernel is None else _BoundLaunchForm(self, kernel)
+
+
+class _BoundLaunchForm:
+    __slots__ = ("_form", "_kernel", "__doc__", "__signature__")
+
+    def __init__(self, form: _LaunchForm, kernel):
+        self._form, self._kernel = form, kernel
+        self.__doc__ = form.fn.__doc__                       # k.bench? shows the method's help
+        self.__signature__ = inspect.signature(functools.partial(form.fn, kernel))
+
+    def __call__(self, *args, **kwargs):
+        return self._form.fn(self._kernel, *args, **kwargs)
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        name, extra = f"{self._kernel.name}.{self._form.fn.__name__}", self._form.extra
+        if not 2 <= len(key) <= 2 + len(extra):
+            raise ArgumentError(f"write {name}[grid, block{''.join(', ' + e for e in extra)}]"
+                                f"(*args, ...) or {name}(grid, block, *args, ...)")
+        return functools.partial(self._form.fn, self._kernel, key[0], key[1],
+                                 **dict(zip(extra, key[2:])))
+
+    def __repr__(self) -> str:
+        return f"<{self._kernel.name}.{self._form.fn.__name__}: call (grid, block, *args) or [grid, block](*args)>"
 
 
 class Kernel:
@@ -288,6 +330,7 @@ class Kernel:
         return int(check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, int(block), int(shared)),
                          "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
 
+    @_LaunchForm
     def bench(self, grid, block, *args, repeat: int = 100, warmup: int | None = None,
               flush: bool = True, graph: bool | int = False, nbytes: float | None = None,
               flops: float | None = None, dtype: str = "float32", shared_mem: int = 0,
@@ -305,7 +348,8 @@ class Kernel:
         float64 or float16). The Timing shows median, 95% CI of the median, IQR, the SM
         clock, and a plot; it is kept in ``cuda_magic.history(name)``.
         NumPy arguments are copied to the GPU once, before timing, and not copied back.
-        See docs/measure.md.
+        Written like a launch, ``k.bench[grid, block](*args, repeat=...)`` is the same call
+        (``k.bench[grid, block, shared_mem, stream]`` too).  See docs/measure.md.
         """
         opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
                               nbytes=nbytes, flops=flops, dtype=dtype)
@@ -318,6 +362,7 @@ class Kernel:
             timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), **opts)
         return bench_history.record(self, timing, args)
 
+    @_LaunchForm
     def profile(self, grid, block, *args, shared_mem: int = 0, metrics=None, set: str = "default",
                 clock_control: str = "base"):
         """Run this launch once under Nsight Compute (ncu), in a helper process that loads the
@@ -331,6 +376,7 @@ class Kernel:
         return tools.profile(self, dims, _shared(shared_mem), args, metrics=metrics, set=set,
                              clock_control=clock_control)
 
+    @_LaunchForm
     def check(self, grid, block, *args, tool: str = "memcheck", shared_mem: int = 0,
               print_limit: int = 10, options=()):
         """Replay this launch under compute-sanitizer (``tool``: memcheck, racecheck, initcheck,

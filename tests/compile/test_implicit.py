@@ -163,6 +163,18 @@ def test_undefined_names_say_what_to_include(compiler):
     assert "'FLT_MAX' is declared in <cfloat>: add #include <cfloat>" in msg
 
 
+def test_infinity_and_nan_say_what_nvrtc_lacks():
+    src = "__global__ void k(float* p) { p[0] = INFINITY; p[1] = NAN; }\n"
+    with pytest.raises(CompileError) as info:
+        build(src, "nvrtc")
+    msg = str(info.value)
+    for name in ("INFINITY", "NAN"):
+        assert (f"'{name}' is declared in <cmath>: add #include <cmath> (nvcc compiles it "
+                f"without: its implicit cuda_runtime.h includes the math headers") in msg
+    build(src, "nvcc")                                  # as the hint says
+    build("#include <cmath>\n" + src, "nvrtc")          # and the fix works
+
+
 def test_std_member_hint():
     assert hints.log_hints('error: namespace "std" has no member "min"') == [
         "'std::min' is declared in <algorithm>: add #include <algorithm>"]

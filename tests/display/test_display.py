@@ -54,7 +54,7 @@ def test_widget_tabs_config_resources_and_lazy_sass(tools):
     header = w.children[0].value
     assert "scale, heavy" in header and ARCH in header and "nvrtc" in header and "cubin" in header
     assert "cache miss" in header and "1 module" in header
-    assert f"heavy spills {heavy.spill_stores} B / {heavy.spill_loads} B" in header
+    assert f"heavy spills: {heavy.spill_stores} B stored, {heavy.spill_loads} B loaded" in header
 
     config = tab.children[0].value
     rows = {key: (value, layer) for key, value, layer in re.findall(
@@ -125,7 +125,9 @@ def test_several_builds_side_by_side_and_sass_per_kernel():
     w = view(m).widget()
     config = w.tab.children[0].value
     assert "keep</th>" in config and "flush</th>" in config and ">kernel:flush<" in config
-    assert "<b>[&quot;--use_fast_math&quot;, &quot;--ftz=true&quot;]</b>" in config  # differs: bold
+    nw = '<span style="white-space: nowrap">'          # each flag unbroken
+    assert (f"<b>[{nw}&quot;--use_fast_math&quot;</span>, {nw}&quot;--ftz=true&quot;</span>]</b>"
+            in config)                                                      # differs: bold
     assert config.count("<b>argv (") == 2
     assert "2 modules" in w.children[0].value
     w.tab.selected_index = 3
@@ -203,7 +205,7 @@ def test_terminal_text_is_readable(shell):
     text = shell.display_formatter.format(m)[0]["text/plain"]
     lines = text.splitlines()
     assert lines[0].startswith("scale, heavy · sm_90a · nvrtc ") and "cubin" in lines[0]
-    assert "! heavy spills 1272 B / 1316 B" in text
+    assert "! heavy spills: 1272 B stored, 1316 B loaded" in text
     assert re.search(r"^  nvrtc\s+\[\"--use_fast_math\", \"--maxrregcount=24\"\]\s+\[cell\]$", text, re.M)
     assert re.search(r"^  heavy\s+24\s+1272\s+1316\s+", text, re.M)
     assert "<" not in text.replace("<", "", 0) or not re.search(r"<[a-z]+[ >]", text)  # no HTML
@@ -305,3 +307,25 @@ def test_static_sass_setting_puts_sass_into_the_saved_html(shell, monkeypatch):
     finally:
         shell.run_line_magic("config", "CudaMagics.static_sass = False")
     assert "SASS (start)" in data["text/html"] and "FMUL" in data["text/html"]
+
+
+def test_static_sass_from_the_environment(shell, monkeypatch):
+    """CUDA_MAGIC_STATIC_SASS=1 (what notebooks/run.py sets for its kernel) is the trait's
+    default; %config sets the setting."""
+    from cuda_magic import settings
+    from cuda_magic.magics.magics import CudaMagics
+    monkeypatch.setattr(display.frontend, "in_kernel", lambda: True)
+    monkeypatch.setenv("CUDA_MAGIC_STATIC_SASS", "1")
+    settings.reset("static_sass")           # an earlier %config set it: that wins over the variable
+    m = shell.run_cell_magic("cuda", f"--arch {ARCH}", SAXPY)
+    magics = CudaMagics(shell=None)     # not the test shell's: its %config set the trait
+    assert magics.static_sass is True
+    from cuda_magic.display.registry import register_formatters      # as %load_ext does
+    register_formatters(shell.display_formatter, lambda: {"static_sass": magics.static_sass})
+    try:
+        assert "SASS (start)" in shell.display_formatter.format(m)[0]["text/html"]
+        magics.static_sass = False
+        assert settings.static_sass is False and settings.source("static_sass") == "set"
+    finally:
+        settings.reset("static_sass")
+        shell.run_line_magic("config", "CudaMagics.static_sass = False")

@@ -119,6 +119,10 @@ def test_module_occupancy_names_the_limiter():
     assert o == occupancy(ARCH, 1024, registers=res.registers, static_shared=res.shared,
                           barriers=res.barriers)
     assert o.driver is None                              # nothing loaded here
+    assert m.occupancy("heavy", block=(32, 32)) == o     # a launch's 2-D block: 1024 threads
+    assert m.occupancy("heavy", block=[8, 4, 32]) == o
+    with pytest.raises(OccupancyError, match=r"block \(1, 2, 3, 4\): give 1 to 3 dimensions"):
+        m.occupancy("heavy", block=(1, 2, 3, 4))
     big = m.occupancy("scale", block=256, shared=200 * 1024)
     assert big.blocks == 1 and big.limiter == "shared memory"
     with pytest.raises(OccupancyError, match="ptxas runs at load time"):

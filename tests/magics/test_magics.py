@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 
 from conftest import ARCH, SAXPY
 from cuda_magic import CompileError, ConfigError, detect_arch
-from cuda_magic.cell import CellError, Module
+from cuda_magic.cell import CellError, Module, build
 from cuda_magic.runtime import Kernel, NoGPUError
 
 A = f"--arch {ARCH}"
@@ -51,7 +51,7 @@ def test_cell_compiles_binds_and_shows(shell):
     assert re.search(r"^  scale\s+\d+\s+0\s+0", text, re.M) and "registers" in text
     assert "argv: --gpu-architecture=sm_90a" in text
     if detect_arch() is None:
-        assert "launching needs an NVIDIA GPU" in text
+        assert "no NVIDIA GPU and driver here, so compiled only (launching needs them)" in text
 
 
 def test_headers_and_per_kernel_modules(shell):
@@ -116,6 +116,21 @@ def test_compile_only_quiet_and_name(shell):
     assert "scale" not in shell.user_ns and shell.user_ns["only"] is m
     assert shell.run_cell_magic("cuda", A + " --quiet", SAXPY) is None
     assert "scale" in shell.user_ns
+
+
+def test_the_view_says_why_nothing_was_loaded(shell, monkeypatch):
+    from cuda_magic import view
+    m = shell.run_cell_magic("cuda", A + " --compile-only", SAXPY)
+    assert "not loaded: --compile-only (compiled and shown; no kernels bound or loaded)" in \
+        view(m).text()
+    import cuda_magic.magics.magics as magics_module
+    monkeypatch.setattr(magics_module, "detect_arch_soon", lambda: (lambda: None))   # no GPU
+    m = shell.run_cell_magic("cuda", A + " --force", SAXPY)
+    text = view(m).text()
+    assert "not loaded: no NVIDIA GPU and driver here, so compiled only" in text
+    assert "--compile-only" not in text and "not loaded" in view(m).html()
+    assert "not loaded: each kernel loads at its first launch" in \
+        view(build(SAXPY, {"arch": ARCH})).text()
 
 
 def test_templates_are_instantiated_and_reachable_both_ways(shell):

@@ -5,6 +5,7 @@ here with what ``bench.measure`` calls (events, the flush memset, stream capture
 the Timing a bench returns is built by the same code as on a GPU; only the times are made up.
 """
 
+import inspect
 import io
 import os
 
@@ -216,6 +217,26 @@ def test_huge_integers_in_launch_and_bench_arguments(fake, module, launch, error
     msg = short(exc, *words)
     assert "<int>" in msg or "'x'" in msg                       # the value, quoted
     assert fake.launches == 0 and "launch" not in fake.log
+
+
+def test_bench_written_like_a_launch(fake, module):
+    """k.bench[grid, block](*args) was "'method' object is not subscriptable"."""
+    k = scale_kernel(fake, module)
+    x = np.zeros(4, np.float32)
+    t = k.bench[2, (4, 1)](x, x, 1.0, 4, repeat=3, warmup=0)
+    assert t.n == 3 and t.dims == (2, 1, 1, 4, 1, 1)
+    t = k.bench[1, 4, 0, None](x, x, 1.0, 4, repeat=2, warmup=0)
+    assert t.n == 2
+    assert k.bench(1, 4, x, x, 1.0, 4, repeat=2, warmup=0).n == 2       # the call as before
+    with pytest.raises(ArgumentError) as exc:
+        k.bench[1](x, x, 1.0, 4)
+    assert short(exc, "scale.bench[grid, block, shared_mem, stream](*args, ...)")
+    with pytest.raises(ArgumentError) as exc:
+        k.profile[1, 4, 0, None]                       # profile takes no stream
+    assert short(exc, "scale.profile[grid, block, shared_mem](*args, ...)")
+    form = k.check[8, 32, 64]
+    assert form.args[1:] == (8, 32) and form.keywords == {"shared_mem": 64}
+    assert "benchmark harness" in k.bench.__doc__ and "repeat" in str(inspect.signature(k.bench))
 
 
 @pytest.mark.parametrize("keyword", ["repeat", "warmup", "graph"])

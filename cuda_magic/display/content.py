@@ -301,12 +301,15 @@ def unused_keys(columns: list[tuple[str, Resolved]]) -> list[str]:
 
 
 def split_rows(columns, fold_unused: bool):
-    """(rows that ran, rows folded away, notes of the rows that ran): :func:`config_rows` and
+    """(rows that ran, their notes, rows folded away, their notes): :func:`config_rows` and
     :func:`config_notes`, with the unused compiler's key apart when ``fold_unused``."""
     rows, notes = config_rows(columns), config_notes(columns)
     unused = unused_keys(columns) if fold_unused else []
-    return ([r for r in rows if r[0] not in unused], [r for r in rows if r[0] in unused],
-            [n for n in notes if n.split(":", 1)[0].split(" ", 1)[0] not in unused])
+
+    def folded(n):
+        return n.split(":", 1)[0].split(" ", 1)[0] in unused
+    return ([r for r in rows if r[0] not in unused], [n for n in notes if not folded(n)],
+            [r for r in rows if r[0] in unused], [n for n in notes if folded(n)])
 
 
 def config_notes(columns: list[tuple[str, Resolved]]) -> list[str]:

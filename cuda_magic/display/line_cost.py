@@ -62,30 +62,66 @@ def hottest_text(name: str, kl: KernelLines, n: int = 5) -> list[str]:
 # -- HTML ---------------------------------------------------------------------------------------
 
 HEAT = {"registers": (231, 76, 60), "spills": (211, 84, 0), "instructions": (41, 128, 185)}
+LIGHT, DARK = 0.08, 0.63            # the background's alpha at the bottom and the top of the scale
+# every cell of a row: one line high, never wrapped; the gutter's figures right-aligned
+GUTTER = "padding: 0 6px; text-align: right; opacity: 0.8; white-space: pre"
+# the column between the figures and the code: "▸" where a click opens the line's SASS, the
+# same width on every line, so that each line's own indentation lines up with its neighbours'
+OPENER = "width: 1.2em; padding: 0; text-align: center; opacity: 0.6; white-space: pre"
+# the <summary> without its disclosure triangle (the opener column shows "▸" instead)
+SUMMARY = "display: block; list-style: none; white-space: pre; cursor: pointer"
 
 
 def _value(r: LineCost, metric: str) -> int:
     return getattr(r, metric)
 
 
+def scale(values) -> tuple[int, int]:
+    """(low, high): the range of ``values`` (the lines with code) that the colours span."""
+    values = list(values)
+    return (min(values), max(values)) if values else (0, 0)
+
+
+def shade(value: int, low: int, high: int) -> float:
+    """The background's alpha for ``value`` on the scale ``low..high``: :data:`LIGHT` at ``low``,
+    :data:`DARK` at ``high`` (every line the same: all :data:`DARK` when it is not zero)."""
+    if high <= low:
+        return DARK if high > 0 else LIGHT
+    return LIGHT + (DARK - LIGHT) * (value - low) / (high - low)
+
+
+def legend(metric: str, low: int, high: int) -> str:
+    """What the colours mean: ``live registers, lightest 13 … darkest 22 (the lines with code)``."""
+    label = METRIC_LABELS[metric]
+    if high <= low:
+        return f"{label}: {high} on every line with code"
+    return f"{label}, lightest {low} … darkest {high} (the range over the lines with code)"
+
+
 def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
     """The cell's source, each line coloured by ``metric`` (live registers, spills or
-    instructions) with the figures in a gutter; a line that made code opens to its SASS."""
+    instructions) with the figures in a gutter; a line that made code opens to its SASS.
+
+    The colours span the values the lines with code have (lightest at the least, darkest at
+    the most; the header says which), not 0 to the peak: in a kernel at its register limit
+    every loop line is near the peak, and 0..peak painted them all alike.  Every line has the
+    same columns (line, regs, spills, instr, opener, code), so indentation lines up; the table
+    scrolls sideways in its own box when a line is wider than the view."""
     if metric not in METRICS:
         raise ValueError(f"metric={metric!r}: choose one of {', '.join(METRICS)}")
     rows = {r.line: r for r in kl.rows if r.file == "cell.cu" and r.line is not None}
-    top = max((_value(r, metric) for r in rows.values()), default=0) or 1
+    low, high = scale(_value(r, metric) for r in rows.values() if r.instructions)
     red, green, blue = HEAT[metric]
-    gutter = "padding: 0 6px; text-align: right; opacity: 0.8; white-space: pre"
+    gutter = GUTTER
     out = []
     for n, line in enumerate(source.split("\n"), 1):
         r = rows.get(n)
         code = escape(line) or "&nbsp;"
         if r is None:
             out.append(f'<tr><td style="{gutter}">{n}</td><td></td><td></td><td></td>'
-                       f'<td style="white-space: pre">{code}</td></tr>')
+                       f'<td style="{OPENER}"></td><td style="white-space: pre">{code}</td></tr>')
             continue
-        alpha = 0.08 + 0.55 * _value(r, metric) / top
+        alpha = shade(_value(r, metric), low, high)
         bg = f"background: rgba({red},{green},{blue},{alpha:.2f})"
         tip = escape(_hot(r) + (f"; notable: {', '.join(r.notable)}" if r.notable else ""),
                      quote=True)
@@ -96,18 +132,19 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
         spill = f"{r.spills}" if r.spills else ""
         out.append(f'<tr style="{bg}" title="{tip}"><td style="{gutter}">{n}</td>'
                    f'<td style="{gutter}">{r.registers}</td><td style="{gutter}">{spill}</td>'
-                   f'<td style="{gutter}">{r.instructions}</td>'
-                   f'<td><details><summary style="white-space: pre; cursor: pointer">{code}'
+                   f'<td style="{gutter}">{r.instructions}</td><td style="{OPENER}">▸</td>'
+                   f'<td><details><summary style="{SUMMARY}">{code}'
                    f'</summary>{sass}</details></td></tr>')
     others = [r for r in kl.rows if r.file != "cell.cu" or r.line is None]
     tail = "".join(markup.note(_hot(r)) for r in others)
     head = (f'<tr style="opacity: 0.7"><th style="{gutter}">line</th><th style="{gutter}">regs'
-            f'</th><th style="{gutter}">spills</th><th style="{gutter}">instr</th>'
-            f'<th style="text-align: left">source (colour: {METRIC_LABELS[metric]}; click a line '
-            f'for its SASS)</th></tr>')
+            f'</th><th style="{gutter}">spills</th><th style="{gutter}">instr</th><th></th>'
+            f'<th style="text-align: left; white-space: pre">source (colour: '
+            f'{escape(legend(metric, low, high))}; ▸ click a line for its SASS)</th></tr>')
     lead = markup.note(f"{kl.kernel}: peak {kl.peak} live registers; read from {kl.binary}")
-    return (lead + f'<table style="border-collapse: collapse; {markup.MONO}; line-height: 1.35">'
-            f"{head}{''.join(out)}</table>" + tail)
+    return (lead + f'<div style="overflow-x: auto; max-width: 100%">'
+            f'<table style="border-collapse: collapse; {markup.MONO}; line-height: 1.35">'
+            f"{head}{''.join(out)}</table></div>" + tail)
 
 
 def _families(r: LineCost) -> str:

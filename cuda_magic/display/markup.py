@@ -142,7 +142,7 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
            fold_unused: bool = False) -> str:
     """Each key's value and layer, one column pair per build; then the argv of each build.
     ``fold_unused``: the flags of a compiler no build used go under a fold."""
-    rows, folded, notes = split_rows(columns, fold_unused)
+    rows, notes, folded, folded_notes = split_rows(columns, fold_unused)
     many = len(columns) > 1
     head = ["key"] + [h for label, _ in columns
                       for h in ((f"{escape(label)}", "layer") if many else ("value", "layer"))]
@@ -162,7 +162,8 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
         names = ", ".join(k for k, _ in folded)
         parts.append(f'<details style="margin: 2px 0"><summary style="{MONO}; {DIM}; cursor: '
                      f'pointer">{escape(names)} flags: not used (compiled with '
-                     f'{escape(_compilers(columns))})</summary>{table(head, body(folded))}</details>')
+                     f'{escape(_compilers(columns))})</summary>{table(head, body(folded))}'
+                     + "".join(note(n) for n in folded_notes) + '</details>')
     parts += [note(n) for n in notes]
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""

@@ -21,7 +21,7 @@ def config(columns, argvs=(), fold_unused: bool = False) -> str:
     the flags of a compiler no build used go on one line after the table."""
     many = len(columns) > 1
     head = ["key"] + [h for label, _ in columns for h in ((label, "layer") if many else ("value", "layer"))]
-    rows, folded, notes = split_rows(columns, fold_unused)
+    rows, notes, folded, folded_notes = split_rows(columns, fold_unused)
 
     def cells_of(cells):
         return [x for v, layer in cells for x in (v if v is not None else "(not set)",
@@ -30,7 +30,7 @@ def config(columns, argvs=(), fold_unused: bool = False) -> str:
     compilers = " and ".join(dict.fromkeys(r["compiler"] for _, r in columns if "compiler" in r))
     out += [f"  not used (compiled with {compilers}): {key} " + " ".join(cells_of(cells)).strip()
             for key, cells in folded]
-    out += [f"  {n}" for n in notes]
+    out += [f"    {n}" for n in folded_notes] + [f"  {n}" for n in notes]
     for label, argv in argvs:
         out.append(f"argv{f' ({label})' if many else ''}: {argv_short_text(argv)}")
     if any(argv_shortened(argv) for _, argv in argvs):

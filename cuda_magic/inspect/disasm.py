@@ -7,6 +7,21 @@ build's cubin (labels, ``-lineinfo`` markers); where that image or nvdisasm is
 missing, ``cuobjdump -sass`` is reshaped to nvdisasm's layout.  PTX is the
 binary itself for PTX results, the PTX NVRTC made in the same run, or one
 extra PTX compile under the same config.
+
+One nvdisasm run per cubin serves both the SASS and the per-line cost
+(:mod:`.lines`): ``nvdisasm -c -plr -lrm count`` (:func:`life_ranges`) prints every
+instruction with its live-register counts, and :func:`listing` makes of it what
+``nvdisasm -c -g -gi`` prints: the counts dropped, the ``-lineinfo`` markers written
+from the cubin's own line table (``-plr`` prints none), the alignment ``NOP``s after a
+function's last instruction (which ``-plr`` leaves out) put back.  The corpus
+(``tests/kernels/``, NVRTC and nvcc, with and without ``-lineinfo``) reads the same,
+character for character but the spelling of file paths in markers.  Where it cannot
+be sure (``-plr`` skips unreachable code, e.g. in ``-G`` builds: any gap in the
+addresses), or the run fails, the plain ``-c -g -gi`` run is made instead.
+
+Each derived value is made once: a second thread asking for it while it is being made
+waits for that one (:func:`_cached`), so the background start of a view
+(:func:`cuda_magic.inspect.lines.prefetch`) and a tab opened meanwhile share one run.
 """
 
 from __future__ import annotations
@@ -18,13 +33,17 @@ import tempfile
 import threading
 
 from .. import tools
-from ..errors import ToolNotFoundError
+from ..errors import BinaryFormatError, ToolNotFoundError
 from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
 
 __all__ = ["sass", "sass_text", "ptx", "split_sass", "has_sass", "cubin",
-           "machine_code", "opcode_class", "CLASSES"]
+           "machine_code", "opcode_class", "CLASSES", "life_ranges", "listing"]
 
 _LOCK = threading.Lock()
+TOOL_TIMEOUT_S = 600.0      # an nvdisasm run that takes longer is a hung one: an error
+WAIT_S = 120.0              # how long a caller waits for another thread making the same value
+LIFE_RANGES = ("-c", "-plr", "-lrm", "count")
+PLAIN = ("-c", "-g", "-gi")
 
 # Opcode classes: what the SASS view colours by and the per-line table counts.
 _CLASSES = (
@@ -52,8 +71,12 @@ def _run(tool: str, args: list[str], binary: bytes, suffix: str) -> str:
         path = os.path.join(tmp, "module" + suffix)
         with open(path, "wb") as f:
             f.write(binary)
-        proc = subprocess.run([tools.find(tool), *args, path], capture_output=True,
-                              text=True, errors="replace")
+        try:
+            proc = subprocess.run([tools.find(tool), *args, path], capture_output=True,
+                                  text=True, errors="replace", timeout=TOOL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{tool} {' '.join(args)} ran past {TOOL_TIMEOUT_S:.0f} s "
+                               f"and was stopped") from None
     if proc.returncode != 0:
         raise RuntimeError(f"{tool} failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc.stdout
@@ -144,10 +167,120 @@ def _fatbin_sass(result: CompilationResult) -> str:
     elf = cubin(result)
     if elf is not None:
         try:
-            return _run("nvdisasm", ["-c", "-g", "-gi"], elf, ".cubin")
+            return _elf_sass(result, elf)
         except (ToolNotFoundError, RuntimeError):   # fall back to cuobjdump
             pass
     return _cuobjdump_clean(_run("cuobjdump", ["-sass"], binary, ".fatbin"), arch)
+
+
+def life_ranges(code: CompilationResult, elf: bytes | None = None) -> str:
+    """``nvdisasm -c -plr -lrm count`` of ``code``'s cubin (``elf``: that cubin, when the
+    caller has it), made once per build (cached on ``code``): what the SASS listing
+    (:func:`listing`) and the per-line cost (:mod:`.lines`) are both read from."""
+    def make():
+        image = elf if elf is not None else cubin(code)
+        if image is None:
+            raise ValueError(f"no cubin to read in the {code.format} build for {code.arch}")
+        return _run("nvdisasm", list(LIFE_RANGES), image, ".cubin")
+    return _cached(code, "life_ranges", make)
+
+
+class _NotDerivable(ValueError):
+    """The ``-plr`` output does not give the whole listing (a gap: code it skipped)."""
+
+
+_PLR_DECORATION = re.compile(r"^\s+//(?!#)")          # the counts' frame and legend lines
+_PLR_COUNTS = re.compile(r"\s+//\s*[|+][^/]*[|+]\s*$")  # "   // |   4   |        |   2    |"
+_SECTION_BANNER = re.compile(r"^//-+ (\S+)\s+-+\s*$")
+_CODE_AT = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/")
+_LABEL_LINE = re.compile(r"^\.?[\w.$]+:\s*$")
+_STEP = 16                                          # bytes per instruction, sm_70 and later
+
+
+def listing(plr: str, elf: bytes) -> str:
+    """``nvdisasm -c -g -gi``'s text made from ``nvdisasm -c -plr -lrm count``'s (``plr``) of
+    the cubin ``elf``: the live-register counts dropped; before an instruction whose
+    innermost source line differs from the previous one's, the ``//## File "...", line N``
+    markers of its inline chain (from ``.debug_line``: none without line info); after each
+    function's last instruction the alignment NOPs up to its section's end.  Raises
+    ValueError where ``plr`` does not hold every instruction of a function (a gap in the
+    addresses, as ``-plr`` skips unreachable code) or a function's section is unknown."""
+    from ..compile import binary as _binary
+    from ..compile.binary import _elf
+    chains = _binary.inline_table(elf)
+    size = {s.name: s.size for s in _elf.sections(elf) if s.name.startswith(".text.")}
+    out: list[str] = []
+    state = {"section": None, "next": 0, "columns": False}
+
+    def close() -> None:
+        """End the function section open (NOPs to its end, two blank lines as -c has)."""
+        section = state["section"]
+        if section is None:
+            return
+        if section not in size:
+            raise _NotDerivable(f"no ELF section {section}")
+        if not state["columns"] and state["next"]:
+            raise _NotDerivable(f"{section}: no live-register columns (not -plr output)")
+        tail = []
+        while out and (_LABEL_LINE.match(out[-1]) or not out[-1].strip()):
+            tail.append(out.pop())
+        out.extend(f"        /*{a:04x}*/                   NOP;"
+                   for a in range(state["next"], size[section], _STEP))
+        while tail and not tail[0].strip():
+            tail.pop(0)
+        out.extend(reversed(tail))
+        out.extend(["", ""])
+        state["section"] = None
+
+    rows: dict[int, tuple] = {}
+    last = None
+    for line in plr.splitlines():
+        m = _SECTION_BANNER.match(line)
+        if m:
+            close()
+            name = m.group(1)
+            if name.startswith(".text."):
+                state.update(section=name, next=0, columns=False)
+                rows, last = dict(chains.get(name[len(".text."):], ())), None
+            out.append(line)
+            continue
+        if state["section"] is None:
+            out.append(line)
+            continue
+        if _PLR_DECORATION.match(line):
+            state["columns"] = True
+            continue
+        line = _PLR_COUNTS.sub("", line)
+        at = _CODE_AT.match(line)
+        if at:
+            address = int(at.group(1), 16)
+            if address != state["next"]:
+                raise _NotDerivable(f"{state['section']}: the instruction at 0x{state['next']:04x} "
+                                    f"is missing (unreachable code)")
+            state["next"] = address + _STEP
+            chain = rows.get(address)
+            if chain and chain[0] != last:
+                last = chain[0]
+                out.extend(f'\t//## File "{f}", line {n} inlined at "{g}", line {k}'
+                           for (f, n), (g, k) in zip(chain, chain[1:]))
+                out.append(f'\t//## File "{chain[-1][0]}", line {chain[-1][1]}')
+        out.append(line)
+    close()
+    while len(out) > 1 and not out[-1].strip() and not out[-2].strip():
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
+def _elf_sass(code: CompilationResult, elf: bytes) -> str:
+    """The SASS of the cubin ``elf`` of ``code``: made from the one ``-plr`` run the per-line
+    cost reads too (:func:`listing`), else (that run failed, or its text does not give
+    the whole listing) one plain ``nvdisasm -c -g -gi`` run."""
+    try:
+        return listing(life_ranges(code, elf), elf)
+    except ToolNotFoundError:
+        raise
+    except (RuntimeError, ValueError, BinaryFormatError):
+        return _run("nvdisasm", list(PLAIN), elf, ".cubin")
 
 
 # -lineinfo markers name the source by the compiler's working directory (NVRTC:
@@ -176,13 +309,45 @@ def split_sass(text: str) -> dict[str, str]:
     return {name: "\n".join(lines).strip("\n") + "\n" for name, lines in funcs.items()}
 
 
+class _Making:
+    """A value some thread is making (kept in ``derived`` under ``(_Making, what)``)."""
+
+    def __init__(self):
+        self.done = threading.Event()
+
+
 def _cached(result: CompilationResult, what: str, make):
+    """``result.derived[what]``, made by ``make()`` the first time.  While another thread is
+    making it, wait for that one (at most :data:`WAIT_S`; if it failed or is still running
+    after that, make it here): one nvdisasm run, not two."""
+    derived, key = result.derived, (_Making, what)
     with _LOCK:
-        if what in result.derived:
-            return result.derived[what]
-    value = make()
+        if what in derived:
+            return derived[what]
+        making = derived.get(key)
+        mine = making is None
+        if mine:
+            making = derived[key] = _Making()
+    if not mine:
+        making.done.wait(WAIT_S)
+        with _LOCK:
+            if what in derived:
+                return derived[what]
+        value = make()                   # it failed (or hangs): make it here, say why here
+        with _LOCK:
+            return derived.setdefault(what, value)
+    try:
+        value = make()
+    except BaseException:
+        with _LOCK:
+            derived.pop(key, None)
+        making.done.set()
+        raise
     with _LOCK:
-        return result.derived.setdefault(what, value)
+        value = derived.setdefault(what, value)
+        derived.pop(key, None)
+    making.done.set()
+    return value
 
 
 def machine_code(result: CompilationResult) -> CompilationResult:
@@ -200,7 +365,7 @@ def sass_text(result: CompilationResult) -> str:
         code = machine_code(result)
         if code.format == "fatbin":
             return _fatbin_sass(code)
-        return _run("nvdisasm", ["-c", "-g", "-gi"], code.binary, ".cubin")
+        return _elf_sass(code, code.binary)
     return _cached(result, "sass", lambda: _LINE_FILE.sub(r'\1"cell.cu"', make()))
 
 

@@ -4,7 +4,10 @@ One ``nvdisasm --print-life-ranges --life-range-mode count`` run per build gives
 SASS instruction, the number of live registers of each kind (GPR, PRED, UGPR) and
 nvdisasm's ``SpillRefill`` marks; each instruction's source line comes from the cubin's own
 line table (``.debug_line``, made by ``-lineinfo``; nvdisasm prints no line markers with
-life ranges).  Rows are keyed by (file, line); the cell's file is ``cell.cu``.
+life ranges).  Rows are keyed by (file, line); the cell's file is ``cell.cu``.  That run is
+the one the SASS listing is made from too (:func:`.disasm.life_ranges`): opening the SASS
+and the Source tabs of one build runs nvdisasm once, and :func:`prefetch` starts it in the
+background when a view is shown.
 
 Inlined code (a CUB call, a ``__forceinline__`` helper from a header) belongs to the cell line
 it was inlined at: the line table's inline chain (:func:`binary.inline_table`, what
@@ -34,7 +37,7 @@ from . import disasm
 from .disasm import CLASSES, _cached, cubin, machine_code, opcode_class, pick
 
 __all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "short_path",
-           "LINE_INFO_FLAGS", "METRICS"]
+           "LINE_INFO_FLAGS", "METRICS", "prefetch"]
 
 LINE_INFO_FLAGS = ("-lineinfo", "--generate-line-info", "-G", "--device-debug")
 METRICS = ("registers", "spills", "instructions")     # what the heat map can colour by
@@ -262,6 +265,7 @@ def _table(result: CompilationResult) -> dict[str, KernelLines]:
     if elf is None:
         raise ValueError(f"no cubin to read in the {seen.format} build for {seen.arch}")
     ours = _binary.kernel_code(elf)
+    running_elf = elf
     if seen is running:
         same = dict.fromkeys(ours, True)
         where = "the running binary (built with line info)"
@@ -272,7 +276,14 @@ def _table(result: CompilationResult) -> dict[str, KernelLines]:
         where = "an inspection build with -lineinfo added"
     if result.format == "ptx":
         where += " (the cubin of this PTX's config; the driver compiles the PTX itself)"
-    instrs = parse_life_ranges(disasm._run("nvdisasm", ["-c", "-plr", "-lrm", "count"], elf, ".cubin"))
+    # one nvdisasm run per build: the running binary's, which its SASS is read from too, when
+    # the inspection build has the same machine code (the same addresses: its line table
+    # places them); else the inspection build's own
+    if running_elf is not None and all(same.values()):
+        plr = disasm.life_ranges(running, running_elf)
+    else:
+        plr = disasm.life_ranges(seen, elf)
+    instrs = parse_life_ranges(plr)
     spill_notes: dict[str, str] = {}
     table = _binary.inline_table(elf)
     source = result.source.split("\n")
@@ -329,3 +340,31 @@ def lines(result: CompilationResult, kernel: str | None = None):
     nvdisasm run per build, made the first time it is asked for (cached on the result)."""
     return pick(result, _cached(result, "lines", lambda: _table(result)), kernel, "kernel",
                 "in this build; kernels")
+
+
+def _prefetch(results) -> None:
+    for result in results:
+        for make in (lambda: disasm.sass(result), lambda: lines(result)):
+            try:
+                make()
+            except Exception:       # said again, where it belongs, when its tab asks for it
+                pass
+
+
+def prefetch(results, name: str = "cuda-magic prefetch"):
+    """Start making what the SASS and Source tabs of ``results`` (CompilationResults) will
+    show, in one daemon thread: each build's SASS (its one nvdisasm run) then its per-line
+    cost (the inspection build, when one is needed, through the compile cache).  A tab opened
+    meanwhile waits for the value being made rather than making it again; a failure here is
+    dropped (the tab makes the value itself, and says why it cannot).  Returns the thread,
+    or None when none could be started."""
+    import threading
+    results = [r for r in results if r is not None]
+    if not results:
+        return None
+    thread = threading.Thread(target=_prefetch, args=(results,), name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:            # no more threads: the tabs make it when opened
+        return None
+    return thread

@@ -2,6 +2,7 @@ import os
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -64,7 +65,16 @@ def fresh_cache():
     clear_cache()
 
 
+# The tests that take a second or more (tests/slow.py writes the list from a timed run): the
+# quick check, -m "not slow and not browser", leaves them out.
+SLOW = frozenset((Path(__file__).parent / "slow.txt").read_text().split())
+
+
 def pytest_collection_modifyitems(config, items):
+    slow = pytest.mark.slow
+    for item in items:
+        if item.nodeid in SLOW:
+            item.add_marker(slow)
     if detect_arch() is None:
         skip = pytest.mark.skip(reason="no NVIDIA GPU/driver here")
         for item in items:

@@ -19,6 +19,10 @@ from cuda_magic.inspect.lines import inspection_build, short_path
 from corpus import KERNELS
 from test_debug_line import check_chains
 
+# CuTe, CUB and Thrust cells with both compilers: left out of the quick check (-m "not slow")
+pytestmark = pytest.mark.slow
+
+
 CELL = (KERNELS / "cub_heat.cu").read_text()
 _MODULES: dict = {}
 

@@ -20,6 +20,10 @@ import cuda_magic
 from conftest import ARCH
 from corpus import BUILDS, CASES, KERNELS, NOT_BOUND, build_case, include_dir, missing
 
+# every corpus kernel with both compilers: left out of the quick check (-m "not slow")
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.parametrize("case, compiler", BUILDS)
 def test_binds_exactly_the_expected_kernels(case, compiler):
     m = build_case(case, compiler)

@@ -17,6 +17,21 @@ in brackets), each beside the cold NVRTC compile of the same cell:
 The widget path (text + HTML + widget) is what every displayed cell pays; the
 SASS and PTX rows only when their tab is opened.
 
+Then "open SASS, then Source" on a fresh build of each cell (a spilling kernel, HEAVY, too):
+both tabs opened one after the other, on demand (nothing made before), and once the
+background start a shown view makes in a Jupyter kernel (cuda_magic.inspect.lines.prefetch)
+is done; with the nvdisasm runs it took.  Before one -plr run served both tabs, the SASS tab
+ran ``nvdisasm -c -g -gi`` and the Source tab ``nvdisasm -c -plr -lrm count``: two runs.
+Measured on the 2-core CPU machine (no GPU; nvdisasm 13.5 from pip, ~770 ms a run there),
+medians of 5, SASS then Source:
+
+  cell              before (2 runs)   after, on demand (1 run)   after the background start
+  small cell        772 + 859 ms      779 + 72 ms                3 + 8 ms
+  spilling kernel   964 + 1165 ms     952 + 315 ms               17 + 13 ms
+
+(the spilling kernel's Source tab still compiles its -lineinfo inspection build, ~250 ms,
+on demand; the background start makes that too).
+
 Then a multi-megabyte cell (a real build shown with a 4.5 MB source, as
 tests/suites/test_hostile_tools.py checks it): HTML, widget and the first
 opening of its Source tab, whose colours are capped (pygments over every line
@@ -76,6 +91,67 @@ def bench(label: str, src: str, arch: str, n: int) -> None:
     print()
 
 
+HEAVY = r'''
+extern "C" __global__ void heavy(const float* x, float* y, int n) {
+    float acc[48];
+    #pragma unroll
+    for (int k = 0; k < 48; ++k) acc[k] = x[threadIdx.x + k * n];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        #pragma unroll
+        for (int k = 0; k < 48; ++k) acc[k] = acc[k] * acc[(k + r + 1) % 48] + 1.0f;
+    }
+    float s = 0.f;
+    #pragma unroll
+    for (int k = 0; k < 48; ++k) s += acc[k] * (k + 1);
+    y[threadIdx.x] = s;
+}
+'''
+
+
+def bench_tabs(label: str, src: str, options: dict, n: int) -> None:
+    """Open SASS, then Source, on a fresh build: on demand, and after the background start."""
+    from cuda_magic.inspect import disasm
+    try:
+        from cuda_magic.inspect.lines import prefetch
+    except ImportError:                  # before the background start existed
+        prefetch = None
+    runs = []
+    real = disasm._run
+
+    def counting(tool, *args, **kw):
+        runs.append(tool)
+        return real(tool, *args, **kw)
+    disasm._run = counting
+    try:
+        rows, counts = [], {}
+        for how in ("on demand", "after the background start"):
+            if how != "on demand" and prefetch is None:
+                continue
+            sass, source, both = [], [], []
+            for i in range(n):
+                m = build(src + f"// {how} {i}\n", options, force=True)
+                w = view(m).widget()
+                runs.clear()
+                if how != "on demand":
+                    prefetch([m.result]).join()
+                a = timed(lambda: setattr(w.tab, "selected_index", 3))
+                b = timed(lambda: setattr(w.tab, "selected_index", 5))
+                assert "EXIT" in w.sass.pane.value and "click a line" in w.heat.pane.value
+                sass.append(a), source.append(b), both.append(a + b)
+                counts[how] = len(runs)
+            rows += [(f"SASS tab ({how})", sass), (f"then Source ({how})", source),
+                     (f"both ({how})", both)]
+    finally:
+        disasm._run = real
+    print(f"{label}: open SASS, then Source, on a fresh build; nvdisasm runs: "
+          + ", ".join(f"{k}: {v}" for k, v in counts.items()))
+    print(f"{'figure':<40}{'n':>4}  {'median ms (min)':>20}")
+    for name, times in rows:
+        print(f"{name:<40}{len(times):>4}  {statistics.median(times):9.2f} ({min(times):8.2f})")
+    print()
+
+
 def big_cell(megabytes: float) -> str:
     """SCALE and device functions after it, to ``megabytes`` of source."""
     body, i = [], 0
@@ -121,6 +197,11 @@ def main() -> None:
     view(build(SCALE, {"arch": args.arch})).widget()    # imports (ipywidgets, pygments) once
     for label, src in (("small cell", SCALE), ("2-kernel cell", BIG)):
         bench(label, src, args.arch, args.repeat)
+    for label, src, options in (("small cell", SCALE, {"arch": args.arch}),
+                                ("spilling kernel (--maxrregcount=24)", HEAVY,
+                                 {"arch": args.arch, "nvrtc": ["--use_fast_math",
+                                                               "--maxrregcount=24"]})):
+        bench_tabs(label, src, options, max(1, args.repeat // 2))
     bench_big(args.arch, max(1, args.repeat // 5))
 
 

@@ -45,6 +45,11 @@ class Error(Exception):
         return printable("\n".join([*lines, f"{type(self).__name__}: {self}", *notes])).split("\n")
 
 
+class ListingGapError(ValueError):
+    """Internal: nvdisasm's ``-plr`` output does not give the whole SASS listing (a gap: code it
+    skipped), so the plain listing is run for; never reaches a user."""
+
+
 class BenchError(Error, ValueError):
     """A ``bench`` setting out of range (``repeat``, ``warmup``, ``graph``, ``nbytes``, ...)."""
 

@@ -115,7 +115,7 @@ class CellView:
                                for b, e in picked for kl in [self.lines_of(b, e)])
         elif what == "sass":
             from .sass import annotate
-            body = "\n".join(annotate(self.sass_of(b, e), c.source, b.result.inputs)
+            body = "\n".join(annotate(self.sass_of(b, e), c.source, b.result.inputs, name=e.name)
                              for b, e in picked)
         else:
             body = "\n".join(self.ptx_of(b) for b in builds)
@@ -140,6 +140,8 @@ class CellView:
         bundle = self.widget()._repr_mimebundle_()
         bundle.pop("text/plain", None)
         bundle["text/html"] = self.html(sass=self.static_sass)
+        from .widget import prefetch_tabs    # the SASS and Source tabs' nvdisasm run, started now
+        prefetch_tabs(self)
         return bundle
 
     def __repr__(self) -> str:

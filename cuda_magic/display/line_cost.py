@@ -63,13 +63,21 @@ def hottest_text(name: str, kl: KernelLines, n: int = 5) -> list[str]:
 
 HEAT = {"registers": (231, 76, 60), "spills": (211, 84, 0), "instructions": (41, 128, 185)}
 LIGHT, DARK = 0.08, 0.63            # the background's alpha at the bottom and the top of the scale
-# every cell of a row: one line high, never wrapped; the gutter's figures right-aligned
-GUTTER = "padding: 0 6px; text-align: right; opacity: 0.8; white-space: pre"
+# the gutter's figures: right-aligned, never wrapped, at the top of their row (an opened line
+# has its SASS below, a wrapped one its rest)
+GUTTER = "padding: 0 6px; text-align: right; vertical-align: top; opacity: 0.8; white-space: pre"
 # the column between the figures and the code: "▸" where a click opens the line's SASS, the
 # same width on every line, so that each line's own indentation lines up with its neighbours'
-OPENER = "width: 1.2em; padding: 0; text-align: center; opacity: 0.6; white-space: pre"
+OPENER = ("width: 1.2em; padding: 0; text-align: center; vertical-align: top; opacity: 0.6; "
+          "white-space: pre")
+# a line of code: its spaces kept, wrapped (anywhere, if need be) where it is wider than the
+# view, so that every character can be seen; the wrapped part stays in the code column
+CODE = "white-space: pre-wrap; overflow-wrap: anywhere"
 # the <summary> without its disclosure triangle (the opener column shows "▸" instead)
-SUMMARY = "display: block; list-style: none; white-space: pre; cursor: pointer"
+SUMMARY = f"display: block; list-style: none; {CODE}; cursor: pointer"
+# the table's own box: as wide as the view (width 0, at least 100%: so its content does not
+# widen the widget around it), scrolled sideways if something still is wider (an opened SASS)
+SCROLL = "overflow-x: auto; width: 0; min-width: 100%"
 
 
 def _value(r: LineCost, metric: str) -> int:
@@ -91,11 +99,20 @@ def shade(value: int, low: int, high: int) -> float:
 
 
 def legend(metric: str, low: int, high: int) -> str:
-    """What the colours mean: ``live registers, lightest 13 … darkest 22 (the lines with code)``."""
+    """What the colours mean: ``live registers, lightest 13 … darkest 22 (the range over the
+    lines with code)``, or ``spill instructions: 0 on every line with code``."""
     label = METRIC_LABELS[metric]
     if high <= low:
         return f"{label}: {high} on every line with code"
     return f"{label}, lightest {low} … darkest {high} (the range over the lines with code)"
+
+
+def _hanging(line: str) -> str:
+    """Where a wrapped line goes on: four columns right of its own indentation (the first
+    part stays where it is written)."""
+    lead = line[:len(line) - len(line.lstrip(" \t"))]
+    indent = len(lead) + 3 * lead.count("\t")          # a tab as four columns
+    return f"padding-left: {indent + 4}ch; text-indent: -{indent + 4}ch"
 
 
 def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
@@ -105,21 +122,23 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
     The colours span the values the lines with code have (lightest at the least, darkest at
     the most; the header says which), not 0 to the peak: in a kernel at its register limit
     every loop line is near the peak, and 0..peak painted them all alike.  Every line has the
-    same columns (line, regs, spills, instr, opener, code), so indentation lines up; the table
-    scrolls sideways in its own box when a line is wider than the view."""
+    same columns (line, regs, spills, instr, opener, code), so indentation lines up; a line
+    wider than the view wraps within the code column (its spaces kept)."""
     if metric not in METRICS:
         raise ValueError(f"metric={metric!r}: choose one of {', '.join(METRICS)}")
     rows = {r.line: r for r in kl.rows if r.file == "cell.cu" and r.line is not None}
-    low, high = scale(_value(r, metric) for r in rows.values() if r.instructions)
+    low, high = scale(_value(r, metric) for r in rows.values())
     red, green, blue = HEAT[metric]
     gutter = GUTTER
     out = []
     for n, line in enumerate(source.split("\n"), 1):
         r = rows.get(n)
         code = escape(line) or "&nbsp;"
+        wrap = _hanging(line)
         if r is None:
             out.append(f'<tr><td style="{gutter}">{n}</td><td></td><td></td><td></td>'
-                       f'<td style="{OPENER}"></td><td style="white-space: pre">{code}</td></tr>')
+                       f'<td style="{OPENER}"></td><td><div style="{CODE}; {wrap}">{code}</div>'
+                       f'</td></tr>')
             continue
         alpha = shade(_value(r, metric), low, high)
         bg = f"background: rgba({red},{green},{blue},{alpha:.2f})"
@@ -133,16 +152,16 @@ def heat_map(source: str, kl: KernelLines, metric: str = "registers") -> str:
         out.append(f'<tr style="{bg}" title="{tip}"><td style="{gutter}">{n}</td>'
                    f'<td style="{gutter}">{r.registers}</td><td style="{gutter}">{spill}</td>'
                    f'<td style="{gutter}">{r.instructions}</td><td style="{OPENER}">▸</td>'
-                   f'<td><details><summary style="{SUMMARY}">{code}'
+                   f'<td><details><summary style="{SUMMARY}; {wrap}">{code}'
                    f'</summary>{sass}</details></td></tr>')
     others = [r for r in kl.rows if r.file != "cell.cu" or r.line is None]
     tail = "".join(markup.note(_hot(r)) for r in others)
     head = (f'<tr style="opacity: 0.7"><th style="{gutter}">line</th><th style="{gutter}">regs'
             f'</th><th style="{gutter}">spills</th><th style="{gutter}">instr</th><th></th>'
-            f'<th style="text-align: left; white-space: pre">source (colour: '
+            f'<th style="text-align: left">source (colour: '
             f'{escape(legend(metric, low, high))}; ▸ click a line for its SASS)</th></tr>')
     lead = markup.note(f"{kl.kernel}: peak {kl.peak} live registers; read from {kl.binary}")
-    return (lead + f'<div style="overflow-x: auto; max-width: 100%">'
+    return (lead + f'<div style="{SCROLL}">'
             f'<table style="border-collapse: collapse; {markup.MONO}; line-height: 1.35">'
             f"{head}{''.join(out)}</table></div>" + tail)
 

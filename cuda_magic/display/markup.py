@@ -8,6 +8,8 @@ the HTML survives nbconvert, widgets and sanitisers alike.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from html import escape
 
 from pygments import highlight
@@ -18,7 +20,7 @@ from .content import (DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Conten
                       argv_short_text, argv_shortened, argv_text, build_columns,
                       occupancy_cell, occupancy_rows, resource_note, resource_rows,
                       split_rows, supplied_note, families_note)
-from .sass import SassLexer, SassStyle, annotate
+from .sass import SassLexer, SassStyle, annotate, heading as sass_heading
 
 __all__ = ["header", "config", "argv_html", "resources", "log", "sass", "ptx", "source", "page",
            "error", "pre", "note"]
@@ -91,7 +93,41 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / 1e6:.1f} MB" if nbytes >= 1e6 else f"{nbytes / 1e3:.0f} kB"
 
 
+# What pygments made, by (text, lexer, options): every display of a build shows the same
+# source and SASS again (the widget's tabs and the static HTML that travels with it), and
+# colours them once.  At most MEMO_BYTES of text and HTML are kept, least recently used out.
+MEMO_BYTES = 32 * 2 ** 20
+_MEMO: OrderedDict = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_memo_size = 0
+
+
 def _highlight(code: str, lexer, linenos: bool = False) -> str:
+    global _memo_size
+    key = (code, type(lexer).__name__, tuple(sorted(lexer.options.items())), linenos,
+           HIGHLIGHT_LINES, HIGHLIGHT_BYTES)
+    try:
+        hash(key)
+    except TypeError:                  # an option that is not hashable: no memo
+        return _coloured(code, lexer, linenos)
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    html = _coloured(code, lexer, linenos)
+    size = len(code) + len(html)
+    if size <= MEMO_BYTES // 4:
+        with _MEMO_LOCK:
+            if key not in _MEMO:
+                _MEMO[key] = html
+                _memo_size += size
+            while _memo_size > MEMO_BYTES:
+                old, value = _MEMO.popitem(last=False)
+                _memo_size -= len(old[0]) + len(value)
+    return html
+
+
+def _coloured(code: str, lexer, linenos: bool) -> str:
     head, rest = _capped(code)
     fmt = HtmlFormatter(noclasses=True, nobackground=True, style=SassStyle if isinstance(
         lexer, SassLexer) else "friendly", linenos="inline" if linenos else False)
@@ -263,10 +299,20 @@ def log(c: Content) -> str:
     return "".join(parts)
 
 
-def sass(text: str, source: str = "", inputs=None) -> str:
+def sass(text: str, source: str = "", inputs=None, name: str | None = None) -> str:
     """Coloured SASS, tidied, with -lineinfo markers attributed to their files and quoting the
-    lines of the cell and of the headers in ``inputs`` (see :func:`.sass.annotate`)."""
-    return _highlight(annotate(text, source, inputs), SassLexer())
+    lines of the cell and of the headers in ``inputs`` (see :func:`.sass.annotate`), the NOPs
+    after the function's end folded.  With ``name`` (the kernel's C++ name, as the selector
+    shows it), headed by it in bold, its symbol in the binary (mangled for C++) in a smaller
+    note beside it, in place of the listing's own ``SYMBOL:`` labels."""
+    body = annotate(text, source, inputs)
+    if name is None:
+        return _highlight(body, SassLexer())
+    symbol, body = sass_heading(body)
+    mangled = (f' <span style="{DIM}; font-size: 11px" title="the symbol in the binary">'
+               f'{escape(symbol)}</span>' if symbol and symbol != name else "")
+    return (f'<div style="{MONO}; margin: 2px 0"><b>{escape(name)}</b>{mangled}</div>' +
+            _highlight(body.lstrip("\n"), SassLexer()))
 
 
 def ptx(text: str) -> str:

@@ -1,5 +1,8 @@
 """Colouring SASS: a small pygments lexer that classes opcodes (memory, float, integer,
-control, tensor) and keeps modifiers such as ``.FTZ`` visible; source-line markers.
+control, tensor) and keeps modifiers such as ``.FTZ`` visible; source-line markers; the
+alignment NOPs after a function's last instruction folded into one line (:func:`fold_tail`);
+a function's own labels (its mangled symbol) replaced by a heading with its C++ name
+(:func:`heading`).
 
 pygments ships lexers for CUDA C++ and PTX but none for SASS.
 """
@@ -16,8 +19,8 @@ from pygments.token import Comment, Error, Name, Number, Operator, Punctuation, 
 
 from ..inspect.disasm import opcode_class
 
-__all__ = ["SassLexer", "SassStyle", "opcode_class", "annotate", "tidy", "Files", "Opcode",
-           "Modifier", "FTZ"]
+__all__ = ["SassLexer", "SassStyle", "opcode_class", "annotate", "tidy", "fold_tail", "heading",
+           "Files", "Opcode", "Modifier", "FTZ"]
 
 Opcode = Token.Opcode
 Modifier = Token.Modifier
@@ -122,6 +125,54 @@ def tidy(sass: str) -> str:
     return "\n".join(out) + "\n"
 
 
+_BANNER = re.compile(r"^//-{5,}")
+_NOP = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s*NOP\s*;\s*$")
+_LABEL = re.compile(r"^\s*\.?[\w.$]+:\s*$")
+_DIRECTIVE_ONLY = re.compile(r"^\s*\.(type|size|other|global|weak)\b")
+
+
+def fold_tail(sass: str) -> str:
+    """After each function's last real instruction (its ``EXIT``, or the ``BRA`` to itself
+    that follows it), the ``NOP``s that pad the function to its alignment and the labels that
+    mark only them or the function's end (``.L_x_12:`` with nothing after it) become one line,
+    ``// … 13 trailing NOPs folded``; a dangling label alone just goes.  Functions are told
+    apart by nvdisasm's banners (``//----- .text.NAME``), so this runs before :func:`tidy`."""
+    lines = sass.splitlines()
+    starts = [i for i, line in enumerate(lines) if _BANNER.match(line)]
+    bounds = list(zip([0] + starts, starts + [len(lines)]))
+    out: list[str] = []
+    for lo, hi in bounds:
+        part = lines[lo:hi]
+        end = len(part)
+        while end and (not part[end - 1].strip() or _DIRECTIVE_ONLY.match(part[end - 1])):
+            end -= 1                       # blank lines and the symbol section's directives
+        cut, nops, dropped = end, 0, 0
+        while cut and (_NOP.match(part[cut - 1]) or _LABEL.match(part[cut - 1])):
+            cut -= 1
+            nops += bool(_NOP.match(part[cut]))
+            dropped += 1
+        if dropped and cut and _INSTRUCTION.match(part[cut - 1]):   # code before: a function
+            fold = [f"  // … {nops} trailing NOP{'s' if nops != 1 else ''} folded "
+                    f"(alignment padding)"] if nops else []
+            part = part[:cut] + fold + part[end:]
+        out.extend(part)
+    return "\n".join(out) + ("\n" if sass.endswith("\n") else "")
+
+
+def heading(sass: str) -> tuple[str | None, str]:
+    """(the function's symbol, ``sass`` without the labels it starts with: ``SYMBOL:`` and
+    ``.text.SYMBOL:``), or (None, ``sass``) when it starts with no label."""
+    lines = sass.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None or not _LABEL.match(lines[first]):
+        return None, sass
+    symbol = lines[first].strip()[:-1]
+    rest = lines[first + 1:]
+    if rest and rest[0].strip() == f".text.{symbol}:":
+        rest = rest[1:]
+    return symbol, "\n".join(rest)
+
+
 _MARKER = re.compile(r'^\s*//## File "([^"]*)", line (\d+)'
                      r'(?: inlined at "([^"]*)", line (\d+))?(.*)$')
 CELL = "cell.cu"
@@ -192,15 +243,21 @@ def _where(files: Files, name: str, line: int) -> tuple[str, str | None]:
     return (f"line {line}" if label is None else f"{label}:{line}"), text
 
 
-def annotate(sass: str, source: str, inputs=None) -> str:
-    """Tidy (see :func:`tidy`) and attribute each ``-lineinfo`` marker to its file, quoting the
+def annotate(sass: str, source: str, inputs=None, name: str | None = None) -> str:
+    """Fold the NOPs after each function's end (:func:`fold_tail`), tidy (see :func:`tidy`),
+    with ``name`` (the kernel's C++ name) replace the function's own labels by the heading
+    ``// name  (SYMBOL)`` (the symbol only where it differs), and attribute each
+    ``-lineinfo`` marker to its file, quoting the
     line: ``//## File "cell.cu", line 3`` becomes ``//## line 3 | int i = ...``; a header's
     ``//## File ".../helper.cuh", line 3 inlined at ".../cell.cu", line 6`` becomes
     ``//## helper.cuh:3, inlined at line 6 | return v * 2.0f;``.  Lines are quoted from the cell
     and from the headers ``inputs`` (:class:`~cuda_magic.compile.headers.Inputs`) names: user
     headers on disk (while they hold what was compiled), ``%%cuda_header``s and supplied
     standard headers; other files (the toolkit's) show the location only."""
-    sass = tidy(sass)
+    sass = tidy(fold_tail(sass))
+    if name is not None:
+        symbol, body = heading(sass)
+        sass = f"// {name}" + (f"  ({symbol})" if symbol and symbol != name else "") + "\n" + body
     files = Files(source, inputs)
     out = []
     for line in sass.splitlines():

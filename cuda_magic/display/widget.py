@@ -6,8 +6,14 @@ a few hundred milliseconds), with a live "working" line meanwhile; a dropdown
 picks the kernel (SASS) or the build (PTX) when there are several.  The Source
 tab is the heat map of the chosen kernel (each line coloured by live registers,
 spills or instructions; click a line for its SASS) and the Resources tab lists
-the hottest lines: both read the per-line cost (one nvdisasm run per build) the
-first time they are opened.  Syntax colours stop at :data:`.markup.HIGHLIGHT_LINES`
+the hottest lines: both read the per-line cost the first time they are opened.
+The SASS and the per-line cost of a build come from one nvdisasm run, and in a
+Jupyter kernel that run (and the first kernel's per-line cost) starts in a
+background thread as soon as the view is shown (:func:`prefetch_tabs`):
+the tab opened later finds it made, or waits for it rather than running it again.
+The SASS tab heads each kernel's listing with its C++ name (the selector's), its
+mangled symbol in a small note, and folds the alignment NOPs after its end; each
+listing is coloured once per build.  Syntax colours stop at :data:`.markup.HIGHLIGHT_LINES`
 lines or :data:`.markup.HIGHLIGHT_BYTES` bytes (the rest is plain text).
 
 Widgets cost the kernel memory until they are closed, so a view makes few: the SASS, PTX and
@@ -24,11 +30,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from . import markup
+from . import frontend, markup
 from .archs import add_tab
 from .frontend import live, shown
 
-__all__ = ["TITLES", "LazyPanel", "cell_widget"]
+__all__ = ["TITLES", "LazyPanel", "cell_widget", "prefetch_tabs"]
 
 TITLES = ("Config", "Resources", "Log", "SASS", "PTX", "Source")
 
@@ -86,6 +92,21 @@ class LazyPanel:
         pane.value = self.pages[i]
 
 
+def prefetch_tabs(view):
+    """In a Jupyter kernel, start making what the SASS and Source tabs of ``view`` (a
+    :class:`~cuda_magic.display.CellView`) show first: the first kernel's build, its one
+    nvdisasm run and then its per-line cost, in a background thread
+    (:func:`cuda_magic.inspect.lines.prefetch`), so that the tab opens at once.  A tab opened
+    meanwhile waits for it; a failure is the tab's to say.  Called once the view's bundle is
+    made (its static HTML, which shows SASS only where it was made, is then made already, so
+    the saved page does not depend on how fast the thread was).  Returns the thread or None."""
+    entries = view.content.entries
+    if not entries or not frontend.in_kernel():
+        return None
+    from ..inspect.lines import prefetch
+    return prefetch([entries[0][0].result])
+
+
 def cell_widget(view):
     """Build the widget for a :class:`~cuda_magic.display.CellView` (recorded by :func:`shown`)."""
     import ipywidgets as widgets
@@ -101,7 +122,8 @@ def cell_widget(view):
     def sass_page(i: int) -> str:
         if not entries:
             return markup.note("no kernels in this cell")
-        return markup.sass(view.sass_of(*entries[i]), c.source, entries[i][0].result.inputs)
+        b, e = entries[i]
+        return markup.sass(view.sass_of(b, e), c.source, b.result.inputs, name=e.name)
     names = [e.name for _, e in entries] or ["(no kernels)"]
     sass = LazyPanel(widgets, names, sass_page, "running nvdisasm", "kernel",
                      box=widgets.VBox(**shared))
@@ -127,9 +149,13 @@ def cell_widget(view):
             return unavailable(exc) + markup.source(c.source)
 
     def metric_buttons():
+        # a flex row: the "colour by" label on the buttons' line, centred on them (the widget's
+        # own block layout put the label above the buttons)
         metric = widgets.ToggleButtons(options=[(label, m) for m, label in METRIC_LABELS.items()],
                                        value=chosen["metric"], style={"button_width": "auto"},
-                                       description="colour by")
+                                       description="colour by",
+                                       layout=widgets.Layout(display="flex", flex_flow="row nowrap",
+                                                             align_items="center"))
 
         def recolour(change):
             chosen["metric"] = change["new"]

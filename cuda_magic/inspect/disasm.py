@@ -33,7 +33,7 @@ import tempfile
 import threading
 
 from .. import tools
-from ..errors import BinaryFormatError, ToolNotFoundError
+from ..errors import BinaryFormatError, ListingGapError, ToolNotFoundError
 from ..compile.compiler import CompilationResult, NoKernelError, compile_resolved
 
 __all__ = ["sass", "sass_text", "ptx", "split_sass", "has_sass", "cubin",
@@ -185,10 +185,6 @@ def life_ranges(code: CompilationResult, elf: bytes | None = None) -> str:
     return _cached(code, "life_ranges", make)
 
 
-class _NotDerivable(ValueError):
-    """The ``-plr`` output does not give the whole listing (a gap: code it skipped)."""
-
-
 _PLR_DECORATION = re.compile(r"^\s+//(?!#)")          # the counts' frame and legend lines
 _PLR_COUNTS = re.compile(r"\s+//\s*[|+][^/]*[|+]\s*$")  # "   // |   4   |        |   2    |"
 _SECTION_BANNER = re.compile(r"^//-+ (\S+)\s+-+\s*$")
@@ -218,9 +214,9 @@ def listing(plr: str, elf: bytes) -> str:
         if section is None:
             return
         if section not in size:
-            raise _NotDerivable(f"no ELF section {section}")
+            raise ListingGapError(f"no ELF section {section}")
         if not state["columns"] and state["next"]:
-            raise _NotDerivable(f"{section}: no live-register columns (not -plr output)")
+            raise ListingGapError(f"{section}: no live-register columns (not -plr output)")
         tail = []
         while out and (_LABEL_LINE.match(out[-1]) or not out[-1].strip()):
             tail.append(out.pop())
@@ -255,8 +251,8 @@ def listing(plr: str, elf: bytes) -> str:
         if at:
             address = int(at.group(1), 16)
             if address != state["next"]:
-                raise _NotDerivable(f"{state['section']}: the instruction at 0x{state['next']:04x} "
-                                    f"is missing (unreachable code)")
+                raise ListingGapError(f"{state['section']}: the instruction at "
+                                      f"0x{state['next']:04x} is missing (unreachable code)")
             state["next"] = address + _STEP
             chain = rows.get(address)
             if chain and chain[0] != last:

@@ -195,7 +195,7 @@ def test_heat_map_colours_lines_and_opens_their_sass():
 
 
 HEAT_ROW = re.compile(r'<tr[^>]*><td style="[^"]*">(\d+)</td><td[^>]*>([^<]*)</td>'
-                      r'<td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td><td[^>]*>'
+                      r'<td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td><td[^>]*>[▸]?</td><td[^>]*>'
                       r'(?:<details><summary[^>]*>)?(.*?)(?:</summary>|</td></tr>)')
 
 
@@ -214,7 +214,7 @@ def test_heat_map_shows_each_lines_own_figures_on_its_own_row():
     neighbour's) and the hottest line in the strongest colour."""
     pytest.importorskip("ipywidgets")
     m = build(HEAVY + SAXPY, line_config(arch=ARCH, nvrtc=" ".join(SPILL)))
-    from cuda_magic.display.line_cost import heat_map
+    from cuda_magic.display.line_cost import GUTTER, heat_map
     kl = m.lines("heavy")
     cell = {r.line: r for r in kl.rows if r.file == "cell.cu" and r.line is not None}
     assert len(cell) >= 5
@@ -232,8 +232,7 @@ def test_heat_map_shows_each_lines_own_figures_on_its_own_row():
                                                    str(r.instructions))
             assert (regs, spills, instr) == want, (n, source[n - 1])
         hottest = max(cell.values(), key=lambda r: r.registers)
-        at = page.index(f'">{hottest.line}</td><td style="padding: 0 6px; text-align: right; '
-                        f'opacity: 0.8; white-space: pre">{hottest.registers}</td>')
+        at = page.index(f'">{hottest.line}</td><td style="{GUTTER}">{hottest.registers}</td>')
         assert page[page.rindex("<tr ", 0, at):at].startswith(
             '<tr style="background: rgba(231,76,60,0.63)')
 

@@ -34,10 +34,15 @@ def _cells(r: LineCost, sub: bool = False) -> list[str]:
             ", ".join(r.notable), source]
 
 
+# What "live" means beside ptxas's registers figure (Resources), which is higher or equal.
+LIVE_NOTE = ("live: registers holding a value at once; ptxas's 'registers' (Resources) is what it "
+             "allocates per thread, reserved ones such as the stack pointer included")
+
+
 def text_table_of(name: str, kl: KernelLines) -> str:
     """The per-line table of one kernel as text (``show(m, "lines")``): each cell line, the
     lines of other files inlined at it (``↳``) under it, counted in its row."""
-    head = [f"{name}: peak {kl.peak} live registers; read from {kl.binary}"]
+    head = [f"{name}: peak {kl.peak} live registers; read from {kl.binary}", f"  ({LIVE_NOTE})"]
     cells = [c for r in kl.rows for c in [_cells(r)] + [_cells(s, True) for s in r.inlined]]
     return "\n".join(head + text_table(HEAD, cells))
 
@@ -203,7 +208,7 @@ def hottest_html(name: str, kl: KernelLines, n: int = 5) -> str:
                                                 if r.text else "") + "</li>" for r in hot)
     return (f'<div style="{markup.MONO}"><b>{escape(name)}</b>: peak {kl.peak} live registers '
             f'<span style="{markup.DIM}">({escape(kl.binary)})</span><ol style="margin: 2px 0">'
-            f"{items}</ol></div>")
+            f'{items}</ol><span style="{markup.DIM}">{escape(LIVE_NOTE)}</span></div>')
 
 
 def rows(kl: KernelLines):

@@ -86,3 +86,16 @@ def test_heat_map_wraps_a_long_line_under_its_own_indentation():
     no_code = next(r for r in re.findall(r"<tr[^>]*>.*?</tr>", page) if "float a" in r)
     assert "white-space: pre-wrap" in no_code and "padding-left: 8ch" in no_code
     assert f'<div style="{line_cost.SCROLL}">' in page
+
+
+def test_live_registers_are_told_apart_from_ptxas_registers():
+    """"peak 6 live" beside ptxas's "10 registers" said nothing of the difference."""
+    from cuda_magic import show, view
+    from cuda_magic.cell import build
+    m = build('extern "C" __global__ void k(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1; }\n',
+              {"arch": "sm_90a"})
+    assert "reserved ones such as the stack pointer" in view(m).html()
+    import io
+    out = io.StringIO()
+    show(m, "lines", file=out)
+    assert "live: registers holding a value at once; ptxas's 'registers' (Resources)" in out.getvalue()

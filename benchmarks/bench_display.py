@@ -50,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import cuda_magic  # noqa: E402
-from common import BIG, SCALE, timed  # noqa: E402
+from common import BIG, HEAVY, SCALE, timed  # noqa: E402
 from cuda_magic import build, view  # noqa: E402
 
 
@@ -89,24 +89,6 @@ def bench(label: str, src: str, arch: str, n: int) -> None:
     shown = sum(statistics.median(t) for name, t in rows if name in ("text view", "HTML (no SASS)", "widget"))
     print(f"every displayed cell: {shown:.2f} ms = {shown / c:.3f}x its cold compile")
     print()
-
-
-HEAVY = r'''
-extern "C" __global__ void heavy(const float* x, float* y, int n) {
-    float acc[48];
-    #pragma unroll
-    for (int k = 0; k < 48; ++k) acc[k] = x[threadIdx.x + k * n];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        #pragma unroll
-        for (int k = 0; k < 48; ++k) acc[k] = acc[k] * acc[(k + r + 1) % 48] + 1.0f;
-    }
-    float s = 0.f;
-    #pragma unroll
-    for (int k = 0; k < 48; ++k) s += acc[k] * (k + 1);
-    y[threadIdx.x] = s;
-}
-'''
 
 
 def bench_tabs(label: str, src: str, options: dict, n: int) -> None:

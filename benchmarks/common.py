@@ -15,6 +15,24 @@ extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict_
 }
 '''
 
+# The spilling kernel of the display benchmark and the tests, 48 live accumulators: spills under --maxrregcount=24 (the sm_90 minimum).
+HEAVY = r'''
+extern "C" __global__ void heavy(const float* x, float* y, int n) {
+    float acc[48];
+    #pragma unroll
+    for (int k = 0; k < 48; ++k) acc[k] = x[threadIdx.x + k * n];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        #pragma unroll
+        for (int k = 0; k < 48; ++k) acc[k] = acc[k] * acc[(k + r + 1) % 48] + 1.0f;
+    }
+    float s = 0.f;
+    #pragma unroll
+    for (int k = 0; k < 48; ++k) s += acc[k] * (k + 1);
+    y[threadIdx.x] = s;
+}
+'''
+
 # A bigger cell: a //| header and two kernels.
 BIG = r'''//| nvrtc: [--use_fast_math, --ftz=false]
 //| ptxas: [-v]

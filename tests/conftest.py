@@ -10,6 +10,7 @@ from cuda_magic import clear_cache, detect_arch
 
 # benchmarks/fake_driver.py, the stub driver the CPU tests launch through
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+from common import HEAVY  # noqa: E402  (48 live accumulators: spills under --maxrregcount=24)
 
 ARCH = "sm_90a"
 
@@ -19,25 +20,6 @@ extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
     if (i < n) y[i] = x[i] * a;
 }
 '''
-
-# 48 live accumulators: spills under --maxrregcount=24 (the sm_90 minimum).
-HEAVY = r'''
-extern "C" __global__ void heavy(const float* x, float* y, int n) {
-    float acc[48];
-    #pragma unroll
-    for (int k = 0; k < 48; ++k) acc[k] = x[threadIdx.x + k * n];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        #pragma unroll
-        for (int k = 0; k < 48; ++k) acc[k] = acc[k] * acc[(k + r + 1) % 48] + 1.0f;
-    }
-    float s = 0.f;
-    #pragma unroll
-    for (int k = 0; k < 48; ++k) s += acc[k] * (k + 1);
-    y[threadIdx.x] = s;
-}
-'''
-
 
 @pytest.fixture(autouse=True, scope="session")
 def _pch_dir():

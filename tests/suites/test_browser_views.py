@@ -11,25 +11,14 @@ import json
 import pytest
 
 import browser_util as bu
+import common  # benchmarks/common.py (on sys.path: conftest.py)
 
 pytestmark = pytest.mark.browser
 
 END = "END_OF_THE_LONG_LINE"
 LONG = "    y[threadIdx.x] = s;  // " + "a trailing comment that runs on and on, " * 6 + END
-HEAVY = r'''%%cuda --name heavy --nvrtc+ "--maxrregcount=24"
-extern "C" __global__ void heavy(const float* x, float* y, int n) {
-    float acc[48];
-    #pragma unroll
-    for (int k = 0; k < 48; ++k) acc[k] = x[threadIdx.x + k * n];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        #pragma unroll
-        for (int k = 0; k < 48; ++k) acc[k] = acc[k] * acc[(k + r + 1) % 48] + 1.0f;
-    }
-    float s = 0.f;
-    #pragma unroll
-    for (int k = 0; k < 48; ++k) s += acc[k] * (k + 1);
-''' + LONG + "\n}\n"
+HEAVY = ('%%cuda --name heavy --nvrtc+ "--maxrregcount=24"' +
+         common.HEAVY.replace("    y[threadIdx.x] = s;\n", LONG + "\n"))
 TEMPLATE = r'''%%cuda --name t
 template <typename T, int N>
 __global__ void axpy(const T* x, T* y, T a, int n) {

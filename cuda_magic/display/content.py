@@ -249,10 +249,14 @@ _NAMED = re.compile(r"[\w@%+=:,./-]*<(cuda|crt|curand|cccl|cutlass|cutlass-util)
                     r"[\w@%+=:,./-]*<(pch|tmp)-dir>[\w@%+=:,./-]*")
 
 
+def argv_short_words(argv) -> list[str]:
+    """The argv's words as the views show them: shortened, and quoted only where a shell would
+    need it (the ``<...>`` names are shown bare)."""
+    return [a if _NAMED.fullmatch(a) else shlex.quote(a) for a in short_argv(argv)]
+
+
 def argv_short_text(argv) -> str:
-    """The argv as the views show it: shortened, and quoted only where a shell would need it
-    (the ``<...>`` names are shown bare)."""
-    return " ".join(a if _NAMED.fullmatch(a) else shlex.quote(a) for a in short_argv(argv))
+    return " ".join(argv_short_words(argv))
 
 
 def argv_shortened(argv) -> bool:

@@ -8,6 +8,8 @@ the HTML survives nbconvert, widgets and sanitisers alike.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import threading
 from collections import OrderedDict
 from html import escape
@@ -17,7 +19,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
 from .content import (DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
-                      argv_short_text, argv_shortened, argv_text, build_columns,
+                      argv_short_words, argv_shortened, build_columns,
                       occupancy_cell, occupancy_rows, resource_note, resource_rows,
                       split_rows, supplied_note, families_note)
 from .sass import SassLexer, SassStyle, annotate, heading as sass_heading
@@ -199,22 +201,50 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
         parts.append(f'<details style="margin: 2px 0"><summary style="{MONO}; {DIM}; cursor: '
                      f'pointer">{escape(names)} flags: not used (compiled with '
                      f'{escape(_compilers(columns))})</summary>{table(head, body(folded))}'
-                     + "".join(note(n) for n in folded_notes) + '</details>')
-    parts += [note(n) for n in notes]
+                     + "".join(flags_note(n) for n in folded_notes) + '</details>')
+    parts += [flags_note(n) for n in notes]
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""
         parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + argv_html(argv))
     return "".join(parts)
 
 
-def argv_html(words) -> str:
+# a word of an argv or a flag of a list: the line breaks between words, inside one only when it
+# is wider than the whole line (a long path)
+WORD = "display: inline-block; max-width: 100%; overflow-wrap: anywhere; white-space: pre-wrap"
+
+
+def words(items) -> str:
+    """A ``<pre>`` of shell words that wraps between them, never inside ``--warn-on-spills``."""
+    return (f'<pre style="{PRE}; white-space: normal">'
+            + " ".join(f'<span style="{WORD}">{escape(w)}</span>' for w in items) + "</pre>")
+
+
+def argv_html(argv) -> str:
     """The argv with long paths named (``-I<cuda-headers>``), and the exact argv under a
-    "exact argv" toggle when they differ."""
-    shown = pre(argv_short_text(words), WRAP)
-    if not argv_shortened(words):
+    "exact argv" toggle when they differ; lines break between words."""
+    shown = words(argv_short_words(argv))
+    if not argv_shortened(argv):
         return shown
+    exact = words(shlex.quote(a) for a in argv)
     return (shown + f'<details style="margin: 2px 0"><summary style="{MONO}; {DIM}; cursor: '
-            f'pointer">exact argv</summary>{pre(argv_text(words), WRAP)}</details>')
+            f'pointer">exact argv</summary>{exact}</details>')
+
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def flags_note(text: str) -> str:
+    """:func:`note` for a line that quotes flags (``nvrtc: default ["--use_fast_math"] + cell
+    [...]``): each quoted flag stays on one line."""
+    out, at = [], 0
+    for m in _QUOTED.finditer(text):
+        out += [escape(text[at:m.start()]),
+                f'<span style="white-space: nowrap">{escape(m.group())}</span>']
+        at = m.end()
+    out.append(escape(text[at:]))
+    return f'<div style="{MONO}; {DIM}; margin: 2px 0">{"".join(out)}</div>'
+
 
 
 def _compilers(columns) -> str:
@@ -308,11 +338,17 @@ def sass(text: str, source: str = "", inputs=None, name: str | None = None) -> s
     body = annotate(text, source, inputs)
     if name is None:
         return _highlight(body, SassLexer())
+    head, body = _sass_heading(name, body)
+    return head + _highlight(body, SassLexer())
+
+
+def _sass_heading(name: str, body: str) -> tuple[str, str]:
+    """(the heading of a kernel's listing: its C++ ``name`` in bold, its symbol in the binary
+    in a small note beside it where that differs; the listing without its own labels)."""
     symbol, body = sass_heading(body)
     mangled = (f' <span style="{DIM}; font-size: 11px" title="the symbol in the binary">'
                f'{escape(symbol)}</span>' if symbol and symbol != name else "")
-    return (f'<div style="{MONO}; margin: 2px 0"><b>{escape(name)}</b>{mangled}</div>' +
-            _highlight(body.lstrip("\n"), SassLexer()))
+    return f'<div style="{MONO}; margin: 2px 0"><b>{escape(name)}</b>{mangled}</div>', body.lstrip("\n")
 
 
 def ptx(text: str) -> str:
@@ -348,10 +384,10 @@ def page(c: Content, sass_of=None, sass_lines: int = 40, lines_html: str = "") -
                 continue
             if text is None:
                 continue
-            lines = annotate(text, c.source, b.result.inputs).splitlines()
+            head, body = _sass_heading(e.name, annotate(text, c.source, b.result.inputs))
+            lines = body.splitlines()
             more = len(lines) - sass_lines
-            blocks.append(f'<div style="{MONO}"><b>{escape(e.name)}</b></div>' +
-                          _highlight("\n".join(lines[:sass_lines]) + "\n", SassLexer()))
+            blocks.append(head + _highlight("\n".join(lines[:sass_lines]) + "\n", SassLexer()))
             if more > 0:
                 blocks.append(note(f"… {more} more lines: cuda_magic.show(m, 'sass', "
                                    f"kernel={e.name!r})"))

@@ -422,11 +422,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
         raise
     build_pool.shutdown(wait=False)
     pool_name = pool.describe() if pool is not None else ""
-    if compile_only:
-        notes.append("--compile-only: nothing ran")
-    elif not texts:
-        notes.append("no --run: nothing ran (give the launch, e.g. --run \"k[grid, block](x, n)\", "
-                     "to bench the candidates)")
+    if not compile_only and not texts:     # the header says "none benched"; here is how
+        notes.append("to bench the candidates, give the launch: --run \"k[grid, block](x, n)\"")
     return Tuning(source, params, candidates, layer, preset, texts, pool_name, notes, timings, group,
                   stopped=stopped)
 

@@ -172,9 +172,11 @@ def test_run_with_no_gpu_stops_after_pruning(shell, monkeypatch):
     assert any("no GPU here" in n for n in t.notes), t.notes
     assert t.candidates[0].launches and t.candidates[0].launches[0][2] == (16, 1, 1, 128, 1, 1)
     assert "gemm" not in shell.user_ns      # no winner: nothing bound
-    # --compile-only says so
+    # --compile-only says so once, in the header (no note repeating it)
     t = tune(shell, f'{SPACE} --run "gemm[cdiv(1024, BM), block](a, c, 1024)" --compile-only')
-    assert "--compile-only: nothing ran" in t.notes
+    from cuda_magic.display.tune import header
+    assert "(compile-only: none benched)" in header(t)
+    assert not any("compile-only" in n or "nothing ran" in n for n in t.notes), t.notes
 
 
 def test_write_without_a_winner_says_so(shell, capsys, monkeypatch):

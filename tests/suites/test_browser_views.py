@@ -171,3 +171,36 @@ def test_heat_map_line_opens_to_its_sass_in_place(views):
     heat.screenshot(path=bu.artifacts_dir() / "heat_map_open.png", timeout=15_000)
     lefts = {round(left, 1) for _, left, _ in heat.evaluate(_LINE_STARTS)}
     assert max(lefts) - min(lefts) < 0.5, lefts
+
+
+# every flag token of the Config tab (a nowrap span inside a JSON-ish list): how many line
+# boxes each takes (1: not broken), and its text
+_FLAG_BOXES = """panel => [...panel.querySelectorAll('span')]
+  .filter(s => s.style.whiteSpace === 'nowrap' || s.style.display === 'inline-block')
+  .map(s => [s.innerText, s.getClientRects().length])"""
+
+
+def test_config_tab_folds_the_compiler_that_did_not_run(views):
+    """(After the heat map's tests: it leaves the first cell on its Config tab.)  The NVRTC
+    build's Config shows the nvrtc list; the nvcc row is folded under one closed line; no flag
+    of a list, a note or the argv breaks across lines, in a wide and in a narrow view."""
+    page, _, _ = views
+    tabs = page.locator(".jp-OutputArea .jupyter-widgets.widget-tab")
+    config = bu.select_tab(tabs.nth(0), "Config")
+    bu.expect(config).to_contain_text("nvcc flags: not used (compiled with nvrtc)", timeout=10_000)
+    config.screenshot(path=bu.artifacts_dir() / "config_tab.png", timeout=15_000)
+    fold = config.locator("details", has_text="nvcc flags: not used").first
+    assert fold.evaluate("d => d.open") is False
+    visible = config.inner_text()
+    assert "--maxrregcount=24" in visible and "nvrtc" in visible
+    for width in (None, 900):
+        if width:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(300)
+            config.screenshot(path=bu.artifacts_dir() / "config_tab_narrow.png", timeout=15_000)
+        flags = config.evaluate(_FLAG_BOXES)
+        shown = [(text, boxes) for text, boxes in flags if boxes]     # the folded ones: 0 boxes
+        for word in ('"--warn-on-local-memory-usage"', "--ptxas-options=--warn-on-local-memory-usage",
+                     '"--maxrregcount=24"', "--no-cache"):
+            assert any(t == word for t, _ in shown), (word, shown)
+        assert all(boxes == 1 for _, boxes in shown), (width, shown)

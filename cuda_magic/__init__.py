@@ -12,9 +12,9 @@ Importing this package does not initialise CUDA.  The Python API::
     t = tune(src, "block=[128, 256]", "scale[cdiv(n, block), block](x, y, 0.5, n)", arch="sm_90a")
 """
 
-from . import cell, compile, config, display, errors, inspect, runtime, settings, variants
+from . import cell, compile, config, correctness, display, errors, inspect, runtime, settings, variants
 
-_PARTS = (errors, config, compile, cell, inspect, display, runtime, variants)
+_PARTS = (errors, config, compile, cell, inspect, correctness, display, runtime, variants)
 
 # the one documented surface: what each part exports (its ``__all__``), and the settings module
 __all__ = [name for part in _PARTS for name in part.__all__] + ["settings"]

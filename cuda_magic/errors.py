@@ -16,7 +16,7 @@ __all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "Too
            "ConfigError", "CellError", "CompileError", "InputTypeError", "CompileTimeoutError",
            "NoKernelError", "KernelKeyError", "InstanceError", "BinaryFormatError", "OccupancyError",
            "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
-           "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "SweepError",
+           "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "VerifyError", "SweepError",
            "TuneError", "TuneRunError", "RunError"]
 
 
@@ -440,6 +440,11 @@ class NumbersError(Error, ValueError):
 
 class DtypeError(Error, TypeError):
     """A dtype these tools do not take (float16, float32 and float64 they do)."""
+
+
+class VerifyError(Error, ValueError):
+    """A check of outputs that cannot be made as asked: rules that contradict each other, a
+    parameter out of range, a reference that gives nothing to compare (names the parameter)."""
 
 
 class SweepError(Error, RuntimeError):

@@ -58,6 +58,8 @@ VIEWS: tuple[View, ...] = (
          "text/html", "a CompileError"),
     View("cuda_magic.variants.comparison", "Comparison", "cuda_magic.display.compare:CompareView",
          "mimebundle", "a %%cuda_compare Comparison"),
+    View("cuda_magic.correctness.verdict", "Verdict", "cuda_magic.display.verify:VerdictView",
+         "text/html", "a verify() Verdict"),
     View("cuda_magic.variants.tune", "Tuning", "cuda_magic.display.tune:TuneView", "mimebundle",
          "a %%cuda_tune Tuning"),
     View("cuda_magic.runtime.bench", "Timing", f"{_MEASURE}:TimingView", "text/html",

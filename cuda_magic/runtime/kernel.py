@@ -389,6 +389,61 @@ class Kernel:
         return tools.check(self, dims, _shared(shared_mem), args, tool=tool,
                            print_limit=print_limit, options=options)
 
+    @_LaunchForm
+    def verify(self, grid, block, *args, reference, outputs=None, inputs="random", runs: int = 2,
+               shared_mem: int = 0, ulp=None, rtol=None, atol=None, reduction=None, tile=None,
+               seed: int = 0, inplace=(), offset: bool = True):
+        """Launch the kernel on fresh inputs and check what it writes against ``reference``;
+        returns a :class:`~cuda_magic.correctness.Verdict` (``bool(v)``: all outputs pass; its
+        view: per output the ULP errors, the worst element, the mismatch map).
+        ``k.verify[grid, block](*args, reference=...)`` is the same call.
+
+        Outputs: the non-const pointer parameters given an array (``outputs=[names]`` to say).
+        Before each launch every output is filled with a sentinel (floats: a NaN pattern;
+        fp6/fp4: their most negative value; integers: 0x5A bytes), which verify() is given as
+        the initial contents: a kernel that writes nothing is "unchanged", one that writes
+        zeros "zeros". ``inplace=[names]``: outputs the kernel also reads (``y = a*x + y``):
+        they start from input values instead. The arrays passed are never written.
+
+        ``inputs``: "given" (the arrays as passed), "random" (seeded by ``seed``: normal values
+        for floats; integers uniform between the min and max of the array passed, so indices
+        stay valid), "edge" (±0, ±Inf, NaN, subnormals, huge and tiny magnitudes; integers
+        their extremes); a dict ``{name: mode}`` sets it per array (the others "given").
+        Scalars are passed as given.  With "edge" and a by-value int parameter named like a
+        count (``n``, ``size``, ``count``, ``numel``, ``len``...) two more launches follow,
+        reported as outputs of their own: ``"y (n=257)"`` with the count cut to one past a
+        multiple of the block (``k * block.x + 1``: the last block nearly empty), every array
+        of that length given to the reference cut to it, and the elements past it required to
+        keep the sentinel (no writes past n); and ``"y (x +1 element)"`` with each input of
+        that length passed one element past an aligned address (n - 1 elements: the reference
+        gets ``x[1:]``) -- misaligned for vector loads although the signature allows it.  A
+        kernel that assumes 16-byte alignment faults there (a fault ends CUDA in the process:
+        later launches go to the helper process); it is reported as a failure.
+        ``offset=False`` skips that launch; it is skipped in the helper process (NumPy only).
+
+        ``reference``: a function of host copies of all the arguments in order (NumPy arrays;
+        CPU tensors for PyTorch arguments), returning the output (one), a tuple in output
+        order, a dict by name, or None after writing the output arrays it was given; or
+        another Kernel (launched with the same grid and block on copies; ``k2[grid, block]``
+        for its own).  ``runs``: the kernel runs that many times on the same inputs; the
+        results are compared bitwise (``deterministic``, ``spread``: the most ULPs between
+        runs).  An output that fails and whose runs differ by more than the rule allows is
+        "nondeterministic" (a race); atomics in another order pass under ``reduction=K``.
+
+        Rules (``ulp``, ``rtol``/``atol``, ``reduction``) and categories: see
+        :func:`cuda_magic.verify`.  ``tile``: the mismatch map's tile (C order; a dict per
+        output), by default the block's extent along the output's axes (x = last axis; a
+        (32, 8) block looping over a 32 x 32 tile gives (32, 32)).  NumPy, CuPy and PyTorch
+        arguments (CuPy/PyTorch outputs are judged on the device); in the helper process
+        (``isolate()``, after a fault) NumPy arguments.  See docs/verify.md.
+        """
+        from . import verifying
+        return verifying.verify_kernel(self, _dims(grid, "grid"), _dims(block, "block"), args,
+                                       reference=reference, outputs=outputs, inputs=inputs,
+                                       runs=runs, shared_mem=_shared(shared_mem), ulp=ulp,
+                                       rtol=rtol, atol=atol, reduction=reduction, tile=tile,
+                                       seed=seed, inplace=inplace, offset=offset)
+
     def __repr__(self) -> str:
         sig = ", ".join(str(p) for p in self.params)
         state = "loaded" if self.loaded else "not loaded"

@@ -10,13 +10,13 @@ from .toggles import (INPUTS, TOGGLES, Variant, default_variants, parse_variant,
                       vary, vary_archs)
 
 # what cuda_magic exports from here (the toggles and variants: import them from here)
-__all__ = ["Comparison", "compare", "denormals", "ulp_distance", "Tuning", "tune"]
+__all__ = ["Comparison", "compare", "denormals", "Tuning", "tune"]
 
 # loaded when first used (NumPy): name -> the module that defines it.  ``tune`` is the function
 # in the module of the same name: ``cuda_magic.tune`` is the function, ``cuda_magic.variants.tune``
 # the module (this package's __getattr__ leaves that name to the import system)
 _LAZY = {"Comparison": "comparison", "compare": "comparison", "Recipe": "comparison",
-         "denormals": "numbers", "ulp_distance": "numbers", "Tuning": "tune", "tune": "tune"}
+         "denormals": "numbers", "Tuning": "tune", "tune": "tune"}
 
 
 def __getattr__(name: str):

@@ -28,7 +28,8 @@ from ..compile.parallel import parallel
 from ..config import ConfigError, quote, validate
 from ..runtime import synchronize
 from ..runtime.helper.encoding import host_copy, library
-from ..runtime.outputs import array_diffs
+from ..correctness.check import array_diffs
+from ..correctness.formats import FORMAT_TYPES
 from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
 from ..errors import RunError
 
@@ -95,6 +96,7 @@ class Runner:
     code: list = field(default_factory=list)
     arrays: dict = field(default_factory=dict)     # name -> the original (or filled) array
     roles: dict = field(default_factory=dict)      # name -> "input" | "output"
+    formats: dict = field(default_factory=dict)    # name -> the format its parameter's type names
 
     def prepare(self, module: cell.Module) -> None:
         kernels = module.python_names()
@@ -120,6 +122,8 @@ class Runner:
             return
         params = kernels[node.func.value.id].params
         for arg, p in zip(node.args, params):
+            if isinstance(arg, ast.Name) and (p.pointer or p.reference) and p.type in FORMAT_TYPES:
+                self.formats.setdefault(arg.id, FORMAT_TYPES[p.type])    # bits of bf16, fp8...
             if isinstance(arg, ast.Name) and (p.pointer or p.reference):
                 if p.const:
                     self.roles.setdefault(arg.id, "input")
@@ -195,7 +199,7 @@ class Comparison:
     ``names`` lists the variants, the first is the baseline; ``modules[name]``
     is that variant's :class:`~cuda_magic.Module`; ``instructions(name,
     kernel)`` its SASS lines, ``ftz(name, kernel)`` the ``.FTZ`` count;
-    ``numbers`` the :class:`~cuda_magic.runtime.outputs.ArrayDiff` rows (None when
+    ``numbers`` the :class:`~cuda_magic.correctness.check.ArrayDiff` rows (None when
     nothing ran, ``note`` says why); ``outputs[name][array]`` the arrays after
     each variant ran.  ``toggled(name, on)`` is the same comparison with the
     last variant's toggle changed (recompiled through the cache).
@@ -302,7 +306,7 @@ class Comparison:
         rows = []
         for array in self.runner.outputs(self.outputs):
             rows += array_diffs(array, {v: out[array] for v, out in self.outputs.items()},
-                                        self.baseline)
+                                self.baseline, self.runner.formats.get(array))
         return rows
 
     def plot(self, array: str | None = None):

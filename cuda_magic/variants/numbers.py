@@ -2,18 +2,18 @@
 
 NumPy only; no CUDA.  ``denormals(n)`` makes inputs that show what FTZ does;
 ``ulp_plot(diffs, baseline)`` draws the per-element ULP differences that
-:func:`cuda_magic.runtime.outputs.array_diffs` found (judging outputs, ULP distances
-included, is in :mod:`cuda_magic.runtime.outputs`; ``ulp_distance`` is named here too,
-as ``cuda_magic.ulp_distance``).
+:func:`cuda_magic.correctness.check.array_diffs` found (judging outputs, ULP distances
+included, is :mod:`cuda_magic.correctness`: ``cuda_magic.verify``, ``cuda_magic.ulp_distance``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.outputs import ArrayDiff, DtypeError, NumbersError, float_dtype, ulp_distance
+from ..correctness.check import ArrayDiff, float_dtype
+from ..errors import DtypeError, NumbersError
 
-__all__ = ["denormals", "random_inputs", "ulp_distance", "ulp_plot", "DtypeError", "NumbersError"]
+__all__ = ["denormals", "random_inputs", "ulp_plot", "DtypeError", "NumbersError"]
 
 
 def denormals(n: int = 1024, dtype="float32") -> np.ndarray:

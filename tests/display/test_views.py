@@ -24,6 +24,7 @@ RESULTS = {
     "cuda_magic.CompileError": "a cell that does not compile",
     "cuda_magic.CompileTimeoutError": "a compile over its time limit",
     "cuda_magic.Comparison": "compare(), %%cuda_compare",
+    "cuda_magic.Verdict": "verify(), k.verify",
     "cuda_magic.Tuning": "tune(), %%cuda_tune",
     "cuda_magic.Timing": "k.bench()",
     "cuda_magic.BenchResult": "k.bench() (the same class as Timing)",
@@ -40,6 +41,7 @@ NOT_SHOWN = {
     "BackendConfig": "a dict type: the config users write",
     "Resolved": "a config with its layers: the Config tab of its result's view",
     "Resources": "one kernel's row of the Resources tab",
+    "OutputCheck": "one output's row of its Verdict's view",
 }
 
 

@@ -22,7 +22,7 @@ from cuda_magic.runtime import launcher
 from cuda_magic.runtime.args import ArgumentError
 from cuda_magic.runtime.helper import encoding, specdir, transport
 from cuda_magic.runtime.helper.program import Entry, Program
-from cuda_magic.runtime.outputs import references
+from cuda_magic.correctness.check import references
 from cuda_magic.runtime.sweep import Job, Launch, protocol, run_job
 
 import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
@@ -290,7 +290,7 @@ def test_a_sweep_job_replays_and_is_judged_in_the_helper(fake, module):
     out = run_job(job, "GPU 0 (stub)", reference=references({"y": 2 * x}))
     assert out.ok and out.checked and out.wrong is None and out.outputs == {}
     out = run_job(job, "GPU 0 (stub)", reference=references({"y": 3 * x}))
-    assert out.checked and out.wrong.startswith("y differs at 63 of 64 elements")
+    assert out.checked and out.wrong.startswith("wrong: y: 63 of 64 elements outside the rule")
     assert fake.memory == {}                    # every buffer freed
 
 

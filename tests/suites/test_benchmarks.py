@@ -108,3 +108,12 @@ def test_bench_tune_quick():
     assert out.returncode == 0, out.stderr
     for row in ("compile, one by one", "compile, tune", "4 candidates"):
         assert row in out.stdout
+
+
+def test_bench_verify_quick():
+    out = _run_script("bench_verify.py", "--quick", "--repeat", "1")
+    assert out.returncode == 0, out.stderr
+    for row in ("verify float32, host", "verify bfloat16, host", "verify e4m3, host",
+                "np.isclose", "peak, chunk=", "MiB stated"):
+        assert row in out.stdout, out.stdout
+    assert "device rows: skipped" in out.stdout or "verify float32, device" in out.stdout

@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 
 import cuda_magic
 from cuda_magic.variants import comparison, numbers
-from cuda_magic.runtime.outputs import array_diffs, subnormal
+from cuda_magic.correctness.check import array_diffs, subnormal
 from cuda_magic.inspect import diff
 from cuda_magic.config import ConfigError
 from cuda_magic.display import compare as view
@@ -377,8 +377,10 @@ def test_ulp_distance():
     d = cuda_magic.ulp_distance(nan, np.array([np.nan, 1, 1], f))
     assert d[0] == 0 and d[1] == np.iinfo(np.uint64).max and d[2] == 0
     assert cuda_magic.ulp_distance(np.array([5], np.int32), np.array([2], np.int32)).tolist() == [3]
-    with pytest.raises(ValueError, match="one dtype and shape"):
-        cuda_magic.ulp_distance(np.zeros(2, f), np.zeros(2, np.float64))
+    # against a wider reference: the distance in the narrower format's ULPs (fractional)
+    assert cuda_magic.ulp_distance(np.array([1], f), np.array([1 + 2**-24], np.float64)).tolist() == [0.5]
+    with pytest.raises(ValueError, match="one shape"):
+        cuda_magic.ulp_distance(np.zeros(2, f), np.zeros(3, f))
 
 
 def test_array_diffs_count_flushes_and_ulps():
@@ -600,3 +602,31 @@ def test_magic_and_toggles_rerun(shell, fresh_cache):
     assert w.comparison.modules["ftz=true"].result.cache_hit
     with pytest.raises(cuda_magic.RunError, match="failed for variant 'ftz=false': .*Error"):
         shell.run_cell_magic("cuda_compare", '--run "scale[1, 256](x, y, 0.5)"', SAXPY)
+
+
+BF16_SCALE = r'''
+#include <cuda_bf16.h>
+extern "C" __global__ void scale_bf16(const __nv_bfloat16* x, __nv_bfloat16* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __float2bfloat16(a * __bfloat162float(x[i]));
+}
+'''
+
+
+def test_numbers_of_bfloat16_bits_are_in_bfloat16_ulps(fresh_cache):
+    """A uint16 array a __nv_bfloat16* parameter wrote is read as bfloat16: the numbers table
+    says bfloat16 and counts its ULPs (not integer differences of the bits)."""
+    cmp = cuda_magic.compare(BF16_SCALE, arch=ARCH)
+    x = cuda_magic.to_bits(np.linspace(-2, 2, 64), "bfloat16")
+    runner = comparison.Runner(("scale_bf16[1, 64](x, y, 0.5, 64)",), {"x": x, "y": np.zeros_like(x)})
+    runner.prepare(cmp.modules[cmp.baseline])
+    assert runner.formats == {"x": "bfloat16", "y": "bfloat16"}
+    y = cuda_magic.to_bits(np.linspace(-1, 1, 64), "bfloat16")
+    other = y.copy()
+    other[3] += 1                                   # one ULP up (a positive... or negative value)
+    other[40] += 2
+    outputs = {"ftz=false": {"x": x, "y": y}, "ftz=true": {"x": x, "y": other}}
+    ran = comparison.Comparison(cmp.recipe, cmp.variants, cmp.modules, runner, outputs, None)
+    row = ran.numbers[1]
+    assert row.dtype == "bfloat16" and row.differ == 2 and row.max_ulp == 2
+    assert 0 < row.max_abs < 0.05

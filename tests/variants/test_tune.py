@@ -12,7 +12,7 @@ from cuda_magic.cell import CellError, parse_cell
 from cuda_magic.variants import record
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
-from cuda_magic.runtime.outputs import differs
+from cuda_magic.correctness.check import differs
 from cuda_magic.compile.arch import gpu_archs
 from cuda_magic.runtime import driver
 from cuda_magic.runtime.helper.program import Program
@@ -292,7 +292,7 @@ def test_differs_tolerates_order_not_errors():
     ref = np.linspace(-1, 1, 1000, dtype=np.float32)
     assert differs("y", ref * (1 + 1e-6), ref, None, None) is None
     why = differs("y", np.where(np.arange(1000) == 7, 5.0, ref).astype(np.float32), ref, None, None)
-    assert why.startswith("y differs at 1 of 1000 elements") and "y[7]" in why
+    assert why.startswith("wrong: y: 1 of 1000 elements outside the rule") and "y[7]" in why
     assert differs("i", np.arange(4), np.arange(4), None, None) is None
     assert "shape" in differs("i", np.arange(4), np.arange(5), None, None)
     assert differs("n", np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), None, None) is None
@@ -506,13 +506,14 @@ def test_a_given_reference_judges_the_first_candidate_too():
 def test_every_output_array_is_checked_not_only_the_first():
     """Two outputs, the second one wrong: wrong, whether the reference is the first candidate's
     outputs, one given by the user, or the helpers' own check (``outputs.check``)."""
-    from cuda_magic.runtime import outputs, sweep
+    from cuda_magic.correctness import check as outputs
+    from cuda_magic.runtime import sweep
     right = {"y": np.ones(10, np.float32), "z": np.arange(10, dtype=np.int32)}
     bad_z = {"y": right["y"].copy(), "z": right["z"] + 1}
     refs = outputs.references(right)
     assert outputs.check(right, refs) is None
-    assert (outputs.check(bad_z, refs) or "").startswith("z ")
-    assert (outputs.check({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("y ")
+    assert (outputs.check(bad_z, refs) or "").startswith("wrong: z: ")
+    assert (outputs.check({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("wrong: y: ")
     assert outputs.check({"y": right["y"]}, refs) is None      # z not written: not judged
     for given in (None, right):
         t = tune(SCALE_T, "BM=[1, 2, 4]", arch=ARCH, compile_only=True)
@@ -524,7 +525,7 @@ def test_every_output_array_is_checked_not_only_the_first():
         judge.add(t.candidates[2], _outcome(2, outputs={"y": right["y"], "z": right["z"]}))
         judge.settle()
         assert [c.status for c in t.candidates] == ["ok", "wrong", "ok"], given
-        assert t.candidates[1].reason.startswith("z "), t.candidates[1].reason
+        assert t.candidates[1].reason.startswith("wrong: z: "), t.candidates[1].reason
 
 
 def test_a_helper_process_starts_and_names_its_gpu_or_says_there_is_none():
@@ -588,7 +589,7 @@ def test_wrong_and_faulting_candidates_do_not_stop_the_sweep(gemm):
              namespace=gemm, repeat=5)
     status = {(c.params["FAULT"], c.params["WRONG"]): c for c in t.candidates}
     assert status[(0, 0)].status == "winner"
-    assert status[(0, 1)].status == "wrong" and "c differs at" in status[(0, 1)].reason
+    assert status[(0, 1)].status == "wrong" and "elements outside the rule" in status[(0, 1)].reason
     assert status[(1, 0)].status == "fault" and "ILLEGAL_ADDRESS" in status[(1, 0)].reason
     assert status[(1, 1)].status == "fault"
     assert driver.lost() is None        # the faults ended helpers, not this process's CUDA

@@ -1,0 +1,21 @@
+"""Correctness: is a kernel's output right?  One checker for every caller (``cuda_magic.verify``,
+``k.verify``, ``%%cuda_compare``, ``%%cuda_tune``), for every number format a kernel writes:
+float64/32/16, bfloat16, fp8 (e4m3, e5m2), fp6 (e2m3, e3m2), fp4 (e2m1) and integers.
+
+NumPy only (CuPy when the arrays are on the device); no CUDA driver.  Everything here loads
+when first used.  See docs/verify.md.
+"""
+
+__all__ = ["verify", "Verdict", "OutputCheck", "ulp_distance", "FORMATS", "to_bits", "from_bits"]
+
+_LAZY = {"verify": "check", "Verdict": "verdict", "OutputCheck": "verdict", "ulp_distance": "formats",
+         "FORMATS": "formats", "to_bits": "formats", "from_bits": "formats"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cuda_magic.correctness' has no attribute {name!r}")

@@ -1,0 +1,697 @@
+"""``verify(out, ref)``: is a kernel's output right?  And the older judges of outputs
+(:class:`Reference`, :func:`check`, :func:`array_diffs`) the sweeps, ``%%cuda_tune`` and
+``%%cuda_compare`` use.
+
+NumPy only; CuPy when the arrays are on the device (CuPy arrays, torch CUDA tensors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import DtypeError, VerifyError
+from .formats import (FORMATS, Format, _cupy, _int_distance, _is_packed, _origin, _to, array_of,
+                      codes, format_of, same_codes, ulp_distance, wide_distance)
+from .rules import check_params, make_rule
+from .verdict import OutputCheck, Verdict
+
+__all__ = ["verify", "CHUNK", "Reference", "differs", "references", "check", "subnormal",
+           "ArrayDiff", "array_diffs", "float_dtype"]
+
+CHUNK = 1 << 24          # elements compared at a time
+_BYTES_PER_ELEMENT = 192     # the temporaries of one chunk, per element (measured: 84..177)
+_EXACT = 256             # the p99 histogram counts ULP distances 0..256 one by one
+_TOP = 2100              # ... and powers of two up to 2**_TOP above (float64's whole range)
+_BINS = _EXACT + _TOP - 8 + 2       # + one bin for an infinite distance
+_SENTINEL = 1 << 62      # the trap's key of a NaN (beyond every code)
+_PRECISION = 16          # "precision": every mismatch within this many times its bound
+_TILE_1D, _TILE_2D = (256,), (16, 16)
+
+
+def verify(out, ref, dtype=None, *, ulp=None, rtol=None, atol=None, reduction=None, name=None,
+           tile=None, initial=None, inputs=None, chunk=None) -> Verdict:
+    """Check a kernel's output(s) against a reference: per output, ULP distances (max, p99),
+    the largest absolute and relative error, the worst element, NaN/Inf/±0 placed
+    differently, pass/fail and why.  ``bool(verdict)``: all passed.
+
+    ``out``, ``ref``: one array each, or dicts ``{name: array}`` (the reference's names are
+    checked; one missing from ``out`` fails as "missing").  Arrays: NumPy (float or the bit
+    patterns of a format), ml_dtypes, CuPy, torch (CPU or CUDA).  ``dtype``: the output's
+    format when its array holds bit patterns ("bfloat16", "e4m3", "e2m1x2" for fp4 packed two
+    per byte...; a dict by output name for several).  A reference in another (wider) format
+    than the output -- float32 values for an fp8 output -- is measured in the output's ULPs,
+    fractionally.  Integer outputs are compared exactly.
+
+    The rule: ``ulp=N`` per element; ``reduction=K`` (N ULPs of max|ref| x sqrt(K));
+    ``rtol=``/``atol=``; nothing: the format's default.  See :mod:`.rules` for the table.
+
+    Trivial outputs fail even when the tolerance passes them: all zeros, unchanged from
+    ``initial`` (the contents before the launch), one value everywhere, or a copy of one of
+    ``inputs`` ({name: array}) -- while the reference is not.  The categories of a failure,
+    the first that applies: "missing", "shape", "zeros", "unchanged", "constant", "copy",
+    "tail" (every mismatch in the last tile along an axis of the tile grid), "tile-edge"
+    (every mismatch on the first or last row/column of its tile, in more than one tile),
+    "special" (every mismatch a NaN/Inf placed differently, or a zero where the other side
+    is subnormal: a flush), "precision" (every mismatch within 16x its bound, and in more
+    than one tile unless there is one), "wrong".
+
+    ``tile``: the tile shape, in the C order of the output's axes (a 2-D output written by
+    blocks of (bx, by) threads: ``tile=(by, bx)``); a 1-D tile applies to the flattened
+    output.  Default: (256,) for 1-D outputs, 16 x 16 over the last two axes otherwise.
+    ``verdict.map()`` gives the mismatch count per tile.  A flat (1-D) array of the
+    reference's size is taken in the reference's shape (and a flat reference in the output's).
+
+    Outputs are compared ``chunk`` elements at a time (default ``CHUNK``, 2**24), on the
+    device for device arrays: the extra memory is at most about 200 bytes x the chunk, stated as
+    ``verdict.peak_bytes`` and ``verdict.where``.  The p99 ULP is exact when the output fits
+    in one chunk; else it comes from a histogram (exact counts for ULP 0..256, power-of-two
+    buckets above) and is the upper bound of its bucket (``p99_exact`` False).
+    """
+    check_params(ulp, rtol, atol, reduction)
+    chunk = _chunk_size(chunk)
+    outs, refs = _named(out, ref, name)
+    inputs = dict(inputs or {})
+    rule = dict(ulp=ulp, rtol=rtol, atol=atol, reduction=reduction)
+    checks, peak, where = [], 0, "host"
+    for n, r in refs.items():
+        if n not in outs:
+            checks.append(_missing(n, r))
+            continue
+        c, nbytes, device = _check_output(n, outs[n], r, _per(dtype, n), rule, _per(tile, n),
+                                          _per(initial, n), inputs, chunk)
+        checks.append(c)
+        peak = max(peak, nbytes)
+        where = "device" if device else where
+    return Verdict(tuple(checks), peak_bytes=peak, where=where)
+
+
+# ---------------------------------------------------------------------- parameters
+
+def _chunk_size(chunk) -> int:
+    if chunk is None:
+        return CHUNK
+    if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, bool) or chunk < 1:
+        raise VerifyError(f"chunk={chunk!r}: give the elements to compare at a time, an int >= 1")
+    return int(chunk)
+
+
+def _named(out, ref, name) -> tuple[dict, dict]:
+    """``out`` and ``ref`` as dicts by output name."""
+    if isinstance(ref, Mapping):
+        if not isinstance(out, Mapping):
+            raise VerifyError(f"ref is a dict of outputs ({', '.join(map(str, ref))}): give out "
+                              f"as a dict by the same names")
+        return dict(out), dict(ref)
+    if isinstance(out, Mapping):
+        raise VerifyError("out is a dict of outputs: give ref as a dict by the same names")
+    n = "out" if name is None else str(name)
+    return {n: out}, {n: ref}
+
+
+def _per(value, name):
+    """A parameter given per output name (a dict), or one for all."""
+    return value.get(name) if isinstance(value, Mapping) else value
+
+
+def _tile_shape(tile, shape: tuple) -> tuple:
+    """The tile (validated), and the shape it tiles (``shape``, or flattened for a 1-D tile)."""
+    nd = len(shape)
+    if tile is None:
+        return _TILE_1D if nd <= 1 else (1,) * (nd - 2) + _TILE_2D
+    t = (tile,) if isinstance(tile, (int, np.integer)) else tile
+    try:
+        t = tuple(t)
+    except TypeError:
+        raise VerifyError(f"tile={tile!r}: give the tile shape, a tuple of ints") from None
+    if not t or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1
+                    for v in t):
+        raise VerifyError(f"tile={tile!r}: give the tile shape, a tuple of ints >= 1")
+    if len(t) not in (1, max(nd, 1)):
+        raise VerifyError(f"tile={tile!r}: the output has {nd} axes {shape}; give a tile of "
+                          f"{nd} ints (or 1, for the flattened output)")
+    return tuple(int(v) for v in t)
+
+
+# ---------------------------------------------------------------------- arrays, chunk by chunk
+
+class _Operand:
+    """One array of a check, flattened, read a chunk at a time: as codes of the output's
+    format ``fmt`` ("codes"), as float64 values ("values": another format, or integers
+    against a float output), or as integers ("ints": integer outputs).  ``dtype`` names the
+    format of bit patterns (unsigned ints); ``out``: this is the output (codes of ``fmt``)."""
+
+    def __init__(self, x, fmt: Format | None, dtype=None, out: bool = False):
+        self.shape = tuple(int(v) for v in getattr(x, "shape", np.shape(x)))
+        self.packed = 0
+        if _is_packed(x, dtype) and _bit_patterns(x):
+            _, x = codes(x, "e2m1x2")
+            self.shape, self.packed = tuple(x.shape), int(x.nbytes)
+        self.size = math.prod(self.shape)
+        self.device = _origin(x) == "cupy" or (_origin(x) == "torch" and x.is_cuda
+                                              and _cupy() is not None)
+        self.flat = _flatten(x)
+        self.own = FORMATS["e2m1"] if self.packed else format_of(x)   # None: integers
+        if fmt is None:
+            self.mode = "ints"
+        elif out or self.packed or self.own is fmt or same_codes(x, fmt):
+            self.own, self.mode = fmt, "codes"
+        else:
+            self.mode = "values"
+
+    def read(self, xp, s: int, e: int):
+        """Elements ``s:e``: codes, float64 values or integers, as ``xp`` arrays."""
+        part = self.flat[s:e]
+        if self.mode == "codes":
+            return _to(xp, codes(part, self.own)[1])
+        if self.mode == "values":
+            if self.own is None:
+                return _to(xp, array_of(part)[1].astype(np.float64))
+            return _to(xp, self.own.decode(codes(part, self.own)[1]))
+        a = _to(xp, array_of(part)[1])
+        return a.astype(np.uint8) if a.dtype == bool else a
+
+
+def _bit_patterns(x) -> bool:
+    """Whether ``x`` is an array of unsigned ints (or torch's packed fp4): bit patterns."""
+    dt = getattr(x, "dtype", None)
+    if _origin(x) == "torch":
+        return str(dt).removeprefix("torch.") in ("uint8", "float4_e2m1fn_x2")
+    return dt is not None and np.dtype(dt).kind == "u"
+
+
+def _flatten(x):
+    """``x`` as a 1-D array of its kind (a view where it can be)."""
+    if _origin(x) in ("cupy", "torch"):
+        return (x.detach() if _origin(x) == "torch" else x).reshape(-1)
+    return np.asarray(x).reshape(-1)
+
+
+def _dtype_text(x, fmt: Format | None) -> str:
+    if fmt is not None:
+        return fmt.name
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype    # a CuPy array: no asarray
+    return str(dtype).removeprefix("torch.")
+
+
+def _missing(name: str, ref) -> OutputCheck:
+    shape = tuple(int(v) for v in getattr(ref, "shape", np.shape(ref)))
+    try:
+        f = format_of(ref)
+    except DtypeError:
+        f = None
+    return OutputCheck(name, _dtype_text(ref, f), shape, math.prod(shape), False, "missing",
+                       f"no output named {name!r} (the reference has one)", "")
+
+
+# ---------------------------------------------------------------------- one output
+
+def _check_output(name, out, ref, dtype, params, tile, initial, inputs, chunk):
+    """(OutputCheck, peak extra bytes, on the device?) of one output."""
+    fmt = format_of(out, dtype)
+    o = _Operand(out, fmt, dtype, out=True)
+    r = _Operand(ref, fmt, dtype)
+    if fmt is None and r.own is not None:
+        raise VerifyError(f"{name}: the output holds integers ({_dtype_text(out, None)}), the "
+                          f"reference {r.own.name} values; integers are compared exactly with "
+                          f"integers (if the output holds bit patterns, name their format with "
+                          f"dtype=)")
+    xp = _cupy() if (o.device or r.device) else np
+    wider = r.mode == "values" and (r.own is None or r.own.mbits > fmt.mbits)
+    max_ref = _max_abs(xp, r, chunk)
+    rule = make_rule(fmt, wider=wider, max_ref=max_ref, dtype=_dtype_text(out, fmt), **params)
+    shape = _common_shape(o.shape, r.shape)
+    base = dict(name=name, dtype=_dtype_text(out, fmt), rule=rule.text)
+    if shape is None:
+        return OutputCheck(shape=o.shape, size=o.size, passed=False, category="shape",
+                           reason=f"{name} has shape {o.shape}, the reference {r.shape}",
+                           **base), 0, xp is not np
+    t = _tile_shape(tile, shape)
+    tiled = shape if len(t) == len(shape) else (math.prod(shape),)
+    if not shape:
+        tiled, t = (1,), _TILE_1D
+    tally = _Tally(xp, fmt, rule, tiled, t, max_ref)
+    others = _others(name, o, fmt, dtype, initial, inputs)
+    step = max(1, min(chunk, o.size))
+    for s in range(0, o.size, step):
+        e = min(s + step, o.size)
+        tally.add(s, o.read(xp, s, e), (r.mode, r.read(xp, s, e)),
+                  {k: (v.mode, v) for k, v in others.items()}, e)
+    nbytes = step * (_BYTES_PER_ELEMENT + 8 * len(others)) + tally.nbytes + o.packed + r.packed
+    check = tally.result(shape=shape, size=o.size, **base)
+    return check, int(nbytes), xp is not np
+
+
+def _common_shape(a: tuple, b: tuple):
+    """The shape to check in: equal shapes, or a flat array of the other's size; None if not."""
+    if a == b:
+        return a
+    if math.prod(a) == math.prod(b) and (len(a) == 1 or len(b) == 1):
+        return b if len(a) == 1 else a
+    return None
+
+
+def _others(name, o: _Operand, fmt, dtype, initial, inputs) -> dict:
+    """The trap's arrays: "initial" (the output before the launch) and the inputs of the
+    output's size (the rest cannot be copies of it)."""
+    others = {}
+    if initial is not None:
+        i = _Operand(initial, fmt, dtype)
+        if i.size != o.size:
+            raise VerifyError(f"initial: {name} before the launch has {i.size} elements "
+                              f"{i.shape}, the output {o.size} {o.shape}")
+        if fmt is None and i.own is not None:
+            raise VerifyError(f"initial: {name} holds integers; its contents before the launch "
+                              f"are {i.own.name} values")
+        others["initial"] = i
+    for k, x in inputs.items():
+        try:
+            v = _Operand(x, fmt, dtype)
+        except DtypeError:
+            continue
+        if v.size == o.size and not (fmt is None and v.own is not None):
+            others[f"input {k}"] = v
+    return others
+
+
+def _max_abs(xp, r: _Operand, chunk: int) -> float:
+    """The largest finite |value| of the reference (0 when there is none)."""
+    if r.mode == "ints":
+        return 0.0
+    top = 0.0
+    for s in range(0, r.size, chunk):
+        part = r.read(xp, s, min(s + chunk, r.size))
+        v = xp.abs(r.own.decode(part) if r.mode == "codes" else part)
+        v = v[xp.isfinite(v)]
+        if v.size:
+            top = max(top, float(v.max()))
+    return top
+
+
+# ---------------------------------------------------------------------- comparing a chunk
+
+@dataclass
+class _Compared:
+    """One chunk's elements compared: ULP distance, |out - ref|, the rule's excess (> 1 fails),
+    the decoded values, and the special cases."""
+
+    dist: Any
+    err: Any
+    ref_abs: Any
+    excess: Any
+    out: Any
+    ref: Any
+    nan_bad: Any
+    inf_bad: Any
+    zero_sign: Any
+    flush: Any
+
+
+def _compare(xp, fmt: Format | None, rule, o, r, mode: str) -> _Compared:
+    if fmt is None:
+        d = _int_distance(xp, o, r).astype(np.float64)
+        no = xp.zeros(d.shape, bool)
+        rf = r.astype(np.float64)
+        return _Compared(d, d, xp.abs(rf), rule.excess(xp, d, d, None), o.astype(np.float64), rf,
+                         no, no, no, no)
+    ov = fmt.decode(o)
+    if mode == "codes":
+        rv = fmt.decode(r)
+        dist = _int_distance(xp, fmt.ordered(o), fmt.ordered(r)).astype(np.float64)
+    else:
+        rv = r
+        dist = wide_distance(fmt, ov, rv)
+    on, rn, oi, ri = xp.isnan(ov), xp.isnan(rv), xp.isinf(ov), xp.isinf(rv)
+    nan_bad = on != rn
+    inf_bad = ~(on | rn) & (oi | ri) & (ov != rv)
+    finite = ~(on | rn | oi | ri)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = xp.where(finite, xp.abs(ov - rv), 0.0)
+    ref_abs = xp.where(finite, xp.abs(rv), 0.0)
+    odd = nan_bad | inf_bad
+    excess = rule.excess(xp, xp.where(finite, dist, 0.0), err, ref_abs)
+    excess = xp.where(finite, excess, xp.where(odd, np.inf, 0.0))
+    dist = xp.where(odd, np.inf, xp.where(finite, dist, 0.0))
+    oz, rz = ov == 0, rv == 0
+    zero_sign = oz & rz & (xp.signbit(ov) != xp.signbit(rv))
+    flush = (oz != rz) & (xp.abs(xp.where(oz, rv, ov)) < fmt.tiny)
+    return _Compared(dist, err, ref_abs, excess, ov, rv, nan_bad, inf_bad, zero_sign, flush)
+
+
+def _keys(xp, fmt: Format | None, a, mode: str):
+    """A chunk as int64 keys in the output's format, equal where the values are: +0 and -0
+    alike, every NaN alike, values of another format rounded to the output's."""
+    if mode == "ints":
+        return a.view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)
+    if mode == "codes":
+        return xp.where(fmt.isnan(a), _SENTINEL, fmt.ordered(a))
+    nan = xp.isnan(a)
+    k = fmt.ordered(fmt.encode(xp.where(nan, 0.0, a), saturate=True))
+    k = xp.where(xp.isinf(a), xp.where(a < 0, -(fmt.max_code + 1), fmt.max_code + 1), k)
+    return xp.where(nan, _SENTINEL, k)
+
+
+# ---------------------------------------------------------------------- adding up the chunks
+
+class _Tally:
+    """What the chunks of one output add up to, and the OutputCheck they make."""
+
+    def __init__(self, xp, fmt, rule, shape: tuple, tile: tuple, max_ref: float):
+        self.xp, self.fmt, self.rule, self.shape, self.tile = xp, fmt, rule, shape, tile
+        self.max_ref = max_ref
+        self.grid = tuple(-(-n // t) for n, t in zip(shape, tile))
+        self.tiles = xp.zeros(math.prod(self.grid), np.int64)
+        self.hist = xp.zeros(_BINS, np.int64)
+        self.nbytes = int(self.tiles.nbytes + self.hist.nbytes)
+        self.dists = None        # the one chunk's distances, for an exact p99
+        self.chunks = 0
+        self.integral = True     # every distance a whole number (the histogram is exact then)
+        self.n = dict(bad=0, nan=0, inf=0, zero_sign=0, special=0, tail=0, edge=0)
+        self.tail_axes = [0] * len(shape)
+        self.max_ulp = self.max_abs = self.max_rel = self.bad_excess = 0.0
+        self.worst = (0.0, None, None, None)      # excess, flat index, out, ref
+        self.same = {}           # trap: name -> still equal everywhere, for out and ref
+        self.first = {}          # trap: the first key of out and of ref
+
+    # -- one chunk
+
+    def add(self, s: int, o, ref: tuple, others: dict, e: int):
+        """Chunk ``s:e``: the output's codes ``o``, ``ref`` (mode, array), ``others`` {what:
+        (mode, operand)}, read only while the trap still needs them."""
+        xp = self.xp
+        mode, r = ref
+        c = _compare(xp, self.fmt, self.rule, o, r, mode)
+        bad = c.excess > 1
+        nbad = int(xp.count_nonzero(bad))
+        self.n["bad"] += nbad
+        for k, mask in (("nan", c.nan_bad), ("inf", c.inf_bad), ("zero_sign", c.zero_sign)):
+            self.n[k] += int(xp.count_nonzero(mask))
+        if c.dist.size:
+            self.max_ulp = max(self.max_ulp, float(c.dist.max()))
+            self.max_abs = max(self.max_abs, float(c.err.max()))
+            rel = c.err[c.ref_abs > 0] / c.ref_abs[c.ref_abs > 0]
+            self.max_rel = max(self.max_rel, float(rel.max()) if rel.size else 0.0)
+            i = int(xp.argmax(c.excess))
+            if float(c.excess[i]) > self.worst[0]:
+                self.worst = (float(c.excess[i]), s + i, float(c.out[i]), float(c.ref[i]))
+        self._histogram(c.dist)
+        if nbad:
+            self.n["special"] += int(xp.count_nonzero(bad & (c.nan_bad | c.inf_bad | c.flush)))
+            self.bad_excess = max(self.bad_excess, float(c.excess[bad].max()))
+            self._place(xp.flatnonzero(bad) + s)
+        self._trap(o, ref, others, s, e)
+
+    def _histogram(self, d):
+        xp = self.xp
+        self.chunks += 1
+        self.dists = d if self.chunks == 1 else None
+        if self.integral and self.fmt is not None:
+            finite = d[xp.isfinite(d)]
+            self.integral = bool(xp.all(finite == xp.floor(finite)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            big = _EXACT - 8 + xp.ceil(xp.log2(xp.where(d > _EXACT, d, 2.0 * _EXACT)))
+        b = xp.where(d <= _EXACT, xp.ceil(d), xp.minimum(big, _BINS - 2))
+        b = xp.where(xp.isinf(d), _BINS - 1, b)
+        self.hist += xp.bincount(b.astype(np.int64), minlength=_BINS)
+
+    def _place(self, idx):
+        """Where the mismatches (flat indices) are: their tiles, the grid's last tiles, the
+        tiles' edges."""
+        xp = self.xp
+        tile_id = xp.zeros(idx.shape, np.int64)
+        tail = xp.zeros(idx.shape, bool)
+        edge = xp.zeros(idx.shape, bool)
+        rest = idx
+        for a in reversed(range(len(self.shape))):
+            n, t, g = self.shape[a], self.tile[a], self.grid[a]
+            coord, rest = rest % n, rest // n
+            tc = coord // t
+            tile_id += tc * math.prod(self.grid[a + 1:])
+            if g > 1:
+                last = tc == g - 1
+                self.tail_axes[a] += int(xp.count_nonzero(last))
+                tail |= last
+            if t > 2:
+                inner = coord % t
+                edge |= (inner == 0) | (inner == t - 1) | (coord == n - 1)
+        self.tiles += xp.bincount(tile_id, minlength=self.tiles.size)
+        self.n["tail"] += int(xp.count_nonzero(tail))
+        self.n["edge"] += int(xp.count_nonzero(edge))
+
+    def _trap(self, o, ref: tuple, others: dict, s: int, e: int):
+        """Keep, for out and ref, whether they are still all zero, one value, equal to the
+        initial contents, equal to each input."""
+        xp, fmt = self.xp, self.fmt
+        ok = _keys(xp, fmt, o, "codes" if fmt is not None else "ints")
+        rk = _keys(xp, fmt, ref[1], ref[0])
+        if not ok.size:
+            return
+        for side, k in (("out", ok), ("ref", rk)):
+            self.first.setdefault(side, int(k[0]))
+            self._still(side, "zeros", lambda: xp.all(k == 0))
+            self._still(side, "constant", lambda: xp.all(k == self.first[side]))
+        for what, (mode, operand) in others.items():
+            if self.same.get(("out", what), True):      # out differs already: no trap to find
+                try:
+                    ik = _keys(xp, fmt, operand.read(xp, s, e), mode)
+                except DtypeError:                        # not codes of this format: no copy
+                    self.same[("out", what)] = False
+                    continue
+                self._still("out", what, lambda: xp.all(ok == ik))
+                self._still("ref", what, lambda: xp.all(rk == ik))
+
+    def _still(self, side: str, what: str, test):
+        key = (side, what)
+        if self.same.get(key, True):
+            self.same[key] = bool(test())
+
+    # -- the result
+
+    def _p99(self, size: int) -> tuple[float, bool]:
+        if size == 0:
+            return 0.0, True
+        rank = max(1, math.ceil(0.99 * size))
+        if self.dists is not None:
+            return float(self.xp.partition(self.dists, rank - 1)[rank - 1]), True
+        cum = np.cumsum(_host(self.hist))
+        b = int(np.searchsorted(cum, rank))
+        if b == _BINS - 1:
+            return math.inf, True
+        if b <= _EXACT:
+            return float(b), self.integral
+        return math.ldexp(1.0, b - _EXACT + 8), False
+
+    def _trivial(self) -> tuple[str | None, str | None]:
+        """(the trap, what the output is) or (None, None)."""
+        same = lambda side, what: self.same.get((side, what), False)   # noqa: E731
+        if same("out", "zeros") and not same("ref", "zeros"):
+            return "zeros", "zeros"
+        if same("out", "initial") and not same("ref", "initial"):
+            return "unchanged", "unchanged"
+        if same("out", "constant") and not same("ref", "constant"):
+            return "constant", "constant"
+        for (side, what), v in self.same.items():
+            if side == "out" and v and what.startswith("input ") and not same("ref", what):
+                return "copy", f"copy of {what[6:]}"
+        return None, None
+
+    def result(self, *, name, dtype, rule, shape, size) -> OutputCheck:
+        n = self.n
+        bad = n["bad"]
+        p99, exact = self._p99(size)
+        excess, flat, w_out, w_ref = self.worst
+        worst = None if flat is None else tuple(int(i) for i in np.unravel_index(flat, shape))
+        tile_map = _host(self.tiles).reshape(self.grid)
+        affected = int(np.count_nonzero(tile_map))
+        trap, trivial = self._trivial()
+        counts = f"{bad} of {size} elements outside the rule"
+        if trap:
+            category, reason = trap, self._trap_reason(name, trap, trivial, bad)
+        elif not bad:
+            category, reason = "pass", None
+        elif n["tail"] == bad:
+            every = [str(a) for a, k in enumerate(self.tail_axes) if k == bad]
+            axes = every or [str(a) for a, k in enumerate(self.tail_axes) if k]
+            category = "tail"
+            reason = (f"{counts}, all in the last tile of the grid along axis {' or '.join(axes)} "
+                      f"(tile {self.tile}, grid {self.grid})")
+        elif n["edge"] == bad and affected > 1:
+            category = "tile-edge"
+            reason = (f"{counts}, all on the first or last row/column of their tile (tile "
+                      f"{self.tile}), in {affected} tiles")
+        elif n["special"] == bad:
+            parts = [f"{k} {w}" for k, w in ((n["nan"], "NaN"), (n["inf"], "Inf")) if k]
+            flushed = bad - n["nan"] - n["inf"]
+            parts += [f"{flushed} zero where the other side is subnormal"] if flushed > 0 else []
+            category, reason = "special", f"{counts}, all at special values: {', '.join(parts)}"
+        elif self.bad_excess <= _PRECISION and (affected > 1 or tile_map.size == 1):
+            category = "precision"
+            spread = f"spread over {affected} tiles" if affected > 1 else "in the output's one tile"
+            reason = f"{counts}, by at most {self.bad_excess:.3g}x the bound, {spread}"
+        else:
+            at = f"{name}[{', '.join(map(str, worst))}]" if worst else name
+            category, reason = "wrong", f"{counts} (worst at {at}: {w_out!r}, expected {w_ref!r})"
+        return OutputCheck(
+            name=name, dtype=dtype, shape=tuple(shape), size=size, passed=category == "pass",
+            category=category, reason=reason, rule=rule, mismatches=bad, max_ulp=self.max_ulp,
+            p99_ulp=p99, p99_exact=exact, max_abs=self.max_abs, max_rel=self.max_rel,
+            worst=worst, worst_out=w_out, worst_ref=w_ref, nan_misplaced=n["nan"],
+            inf_misplaced=n["inf"], zero_sign_misplaced=n["zero_sign"], tile=self.tile,
+            tile_map=tile_map, trivial=trivial)
+
+    def _trap_reason(self, name, trap, trivial, bad) -> str:
+        what = {"zeros": "is all zeros", "unchanged": "is unchanged from before the launch",
+                "constant": "holds one value everywhere", "copy": f"is a {trivial}"}[trap]
+        text = f"{name} {what}, the reference is not"
+        if bad:
+            return f"{text} ({bad} elements outside the rule)"
+        return (f"{text}: it passes the tolerance only because the reference is small "
+                f"(max|ref| = {self.max_ref:.3g})")
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if _origin(a) == "cupy" else np.asarray(a)
+
+
+# ---------------------------------------------------------------------- the older judges
+# (moved from cuda_magic/runtime/outputs.py, their semantics unchanged)
+
+_FLOATS = {2: np.float16, 4: np.float32, 8: np.float64}
+
+
+def float_dtype(dtype) -> np.dtype:
+    """``dtype`` as a NumPy float dtype these tools take; a DtypeError naming it otherwise."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise DtypeError(f"dtype={str(dtype)[:80]!r}: not a NumPy dtype; choose float16, float32 "
+                         f"or float64") from None
+    if dt.kind != "f" or dt.itemsize not in _FLOATS:
+        raise DtypeError(f"dtype={dt}: choose float16, float32 or float64")
+    return dt
+
+
+class Reference:
+    """One expected array that a sweep judges many candidates' outputs against, with
+    :func:`verify`'s rules: ``rtol``/``atol`` when given, else ``ulp``, else the default of
+    the array's format (``dtype``: a format name for arrays of bit patterns, e.g. a
+    bfloat16 tensor sent back as ``int16``).  An output equal to the reference bit for bit
+    (NaN where it has NaN) is judged without more work."""
+
+    def __init__(self, name: str, ref, rtol: float | None = None, atol: float | None = None,
+                 dtype=None, ulp: float | None = None):
+        self.name, self.ref = name, np.ascontiguousarray(ref)
+        self.rtol, self.atol, self.dtype, self.ulp = rtol, atol, dtype, ulp
+
+    def why(self, out) -> str | None:
+        """Why ``out`` is not the reference (None when it matches): the failing verdict's
+        category and reason (``wrong: y: 12 of 1024 elements outside the rule (...)``)."""
+        out = np.asarray(out)
+        ref = self.ref
+        if out.shape == ref.shape and out.dtype == ref.dtype and \
+                np.array_equal(out, ref, equal_nan=ref.dtype.kind in "fc"):
+            return None
+        verdict = verify(out, ref, self.dtype, ulp=self.ulp, rtol=self.rtol, atol=self.atol,
+                         name=self.name)
+        return None if verdict else f"{verdict.category}: {verdict.reason}"
+
+
+def differs(name: str, out, ref, rtol: float | None, atol: float | None) -> str | None:
+    """Why ``out`` is not ``ref`` (None when it matches); see :class:`Reference`."""
+    return Reference(name, ref, rtol, atol).why(out)
+
+
+def references(arrays: Mapping[str, Any], rtol=None, atol=None) -> dict:
+    """``{name: Reference}`` for the expected arrays (:class:`Reference`)."""
+    return {name: Reference(name, a, rtol, atol) for name, a in arrays.items()}
+
+
+def check(outputs: Mapping[str, Any], refs: Mapping[str, Reference]) -> str | None:
+    """Why ``outputs`` are not the references (the first difference), or None.
+
+    A reference whose name is not among ``outputs`` is skipped, not counted as a mismatch:
+    only what a candidate wrote is judged (a reference given as ``reference=``, or taken from
+    the first candidate that ran, can name arrays another candidate's launches do not write)."""
+    for name, ref in refs.items():
+        if name in outputs:
+            why = ref.why(outputs[name])
+            if why:
+                return why
+    return None
+
+
+def subnormal(a: np.ndarray) -> np.ndarray:
+    """Where ``a`` holds a nonzero subnormal."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f" or a.dtype.name not in FORMATS:
+        return np.zeros(a.shape, bool)
+    mag = np.abs(a)
+    return (mag > 0) & (mag < np.finfo(a.dtype).tiny)
+
+
+@dataclass(frozen=True)
+class ArrayDiff:
+    """One output array of one variant, compared with the baseline variant's."""
+
+    name: str
+    variant: str
+    dtype: str
+    size: int
+    differ: int          # elements not equal to the baseline's (NaN equals NaN)
+    flushed: int         # elements that are 0 here where another variant has a subnormal
+    max_abs: float       # largest |value - baseline| (nan if a NaN differs)
+    max_ulp: int         # largest ULP distance to the baseline
+    ulp: np.ndarray      # per element ULP distance (flattened)
+
+
+def array_diffs(name: str, values: Mapping[str, np.ndarray], baseline: str,
+                dtype=None) -> list[ArrayDiff]:
+    """Compare one array across variants: a row per variant (the baseline first).
+
+    Any format :func:`verify` reads: ``dtype`` names it for arrays of bit patterns (a uint16
+    array a ``__nv_bfloat16*`` parameter wrote is "bfloat16"); the row's ``dtype`` is the
+    format's name.  Distances are computed on the elements that differ only, so equal outputs
+    cost one pass.
+    """
+    fmt = format_of(values[baseline], dtype)
+    how = dtype if dtype is not None else fmt          # a name keeps "e2m1x2" (packed)
+    arrays = {v: (np.asarray(codes(a, how)[1]) if fmt is not None else np.asarray(a)).reshape(-1)
+              for v, a in values.items()}
+    base = arrays[baseline]
+    for v, a in arrays.items():
+        if a.dtype != base.dtype or a.shape != base.shape:
+            raise ValueError(f"{name}: variant {v!r} gave {a.dtype}{a.shape}, the baseline "
+                             f"{base.dtype}{base.shape}")
+    shown = fmt.name if fmt is not None else str(base.dtype)
+    decoded = {v: fmt.decode(a) for v, a in arrays.items()} if fmt is not None else \
+        {v: a.astype(np.float64) for v, a in arrays.items()}
+    if fmt is not None:
+        nans = {v: np.isnan(d) for v, d in decoded.items()}
+        subs = {v: (d != 0) & (np.abs(d) < fmt.tiny) & ~nans[v] for v, d in decoded.items()}
+    else:
+        nans, subs = {}, {}
+    rows = []
+    for v in [baseline, *[v for v in arrays if v != baseline]]:
+        a = arrays[v]
+        flushed = 0
+        if len(subs) > 1 and fmt.tiny > 0:
+            others = np.logical_or.reduce([s for w, s in subs.items() if w != v])
+            flushed = int(np.count_nonzero(others & (decoded[v] == 0)))
+        ulp = np.zeros(a.size, np.uint64)
+        differ, max_abs = 0, 0.0
+        if v != baseline:
+            same = decoded[v] == decoded[baseline] if fmt is not None else a == base
+            if fmt is not None:
+                same |= nans[v] & nans[baseline]
+            idx = np.flatnonzero(~same)
+            differ = int(idx.size)
+            if differ:
+                ulp[idx] = ulp_distance(a[idx], base[idx], None if fmt is None else fmt.name)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    max_abs = float(np.max(np.abs(decoded[v][idx] - decoded[baseline][idx])))
+        rows.append(ArrayDiff(name, v, shown, int(a.size), differ, flushed, max_abs,
+                              int(ulp.max()) if differ else 0, ulp))
+    return rows

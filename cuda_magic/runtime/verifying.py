@@ -1,0 +1,785 @@
+"""``k.verify``: launch a kernel on fresh inputs, run a reference on copies of them, and judge
+every output with :func:`cuda_magic.verify` (one :class:`~cuda_magic.correctness.Verdict`).
+
+What is an output, what the inputs are, how often the kernel runs and what the reference gets
+are :func:`verify_kernel`'s docstring (``k.verify?``).  NumPy, CuPy and PyTorch arguments
+alike, and launches in the helper process (after a fault, or under ``isolate()``: NumPy
+arrays there).  The arguments passed are never written: every launch gets copies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import numpy as np
+
+from ..errors import ArgumentError, CudaError, VerifyError, quote
+from . import driver
+
+__all__ = ["verify_kernel", "FORMAT_TYPES", "MODES", "block_tile", "count_param"]
+
+MODES = ("given", "random", "edge")
+
+from ..correctness.formats import FORMAT_TYPES
+
+# torch dtypes held on the host as their bit patterns (NumPy has no such dtype)
+_TORCH_CODES = {"bfloat16": ("bfloat16", "int16", np.uint16),
+                "float8_e4m3fn": ("e4m3", "uint8", np.uint8),
+                "float8_e5m2": ("e5m2", "uint8", np.uint8),
+                "float4_e2m1fn_x2": ("e2m1x2", "uint8", np.uint8)}
+
+# The by-value int parameter that says how many elements there are, by its name.
+_COUNT = re.compile(r"(?i)^(n|num|numel|size|count|len|length|total|n_?(elem|element|item)s?|"
+                    r"num_?(elem|element|item)s?)$")
+
+
+# --- arrays of each kind -----------------------------------------------------------------------
+
+def _kind(a) -> str | None:
+    mod = type(a).__module__.split(".")[0]
+    name = type(a).__name__
+    if mod == "numpy" and name == "ndarray":
+        return "numpy"
+    if mod == "cupy" and hasattr(a, "get"):
+        return "cupy"
+    if mod == "torch" and hasattr(a, "data_ptr"):
+        return "torch"
+    if hasattr(a, "__cuda_array_interface__"):
+        return "device"
+    return None
+
+
+def _torch_name(dtype) -> str:
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def _host(a, kind: str) -> np.ndarray:
+    """A host NumPy copy of ``a`` (bit patterns for torch's bfloat16/fp8/fp4)."""
+    if kind == "numpy":
+        return np.array(a, copy=True)
+    if kind == "cupy":
+        return a.get()
+    t = a.detach()
+    codes = _TORCH_CODES.get(_torch_name(t.dtype))
+    if codes is not None:
+        import torch
+        return t.view(getattr(torch, codes[1])).cpu().numpy().view(codes[2])
+    return t.cpu().numpy().copy()
+
+
+def _like(host: np.ndarray, a, kind: str):
+    """``host`` as a fresh array of ``a``'s kind (on ``a``'s device)."""
+    if kind == "numpy":
+        return np.array(host, dtype=a.dtype, copy=True)
+    if kind == "cupy":
+        import cupy
+        return cupy.asarray(np.ascontiguousarray(host))
+    return _torch_tensor(host, a, a.device)
+
+
+def _torch_tensor(host: np.ndarray, a, device):
+    import torch
+    codes = _TORCH_CODES.get(_torch_name(a.dtype))
+    if codes is not None:
+        return torch.from_numpy(np.ascontiguousarray(host).view(codes[1]).copy()).to(device).view(a.dtype)
+    return torch.from_numpy(np.ascontiguousarray(host).copy()).to(device)
+
+
+def _for_reference(host: np.ndarray, a, kind: str):
+    """What a reference callable gets for ``a``: a NumPy copy (NumPy and CuPy arguments), or a
+    CPU tensor of the same dtype (PyTorch)."""
+    if kind == "torch":
+        return _torch_tensor(host, a, "cpu")
+    return np.array(host, copy=True)
+
+
+def _to_numpy(x) -> tuple[np.ndarray, str | None]:
+    """A reference's or an output's result on the host: (array, format of its bit patterns when
+    it came as torch bfloat16/fp8)."""
+    kind = _kind(x)
+    if kind in ("numpy", "cupy"):
+        return (x if kind == "numpy" else x.get()), None
+    if kind == "torch":
+        codes = _TORCH_CODES.get(_torch_name(x.dtype))
+        return _host(x, "torch"), codes[0] if codes else None
+    return np.asarray(x), None
+
+
+def _size(x) -> int:
+    n = getattr(x, "size", None)
+    if callable(n):            # torch: size() is the shape
+        return int(x.numel())
+    return int(n) if n is not None else int(np.asarray(x).size)
+
+
+def _shape(x) -> tuple:
+    return tuple(int(n) for n in x.shape)
+
+
+def _bits_equal(a, b) -> bool:
+    """Whether two outputs of one kind hold the same bits."""
+    if _shape(a) != _shape(b):
+        return False
+    kind = _kind(a)
+    if kind == "cupy":
+        import cupy
+        u = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
+        return bool(cupy.array_equal(a.view(u), b.view(u))) if u is not None else bool((a == b).all())
+    if kind == "torch":
+        import torch
+        if a.dtype == torch.bool:
+            return bool(torch.equal(a, b))
+        ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+        return bool(torch.equal(a.view(ints[a.element_size()]), b.view(ints[b.element_size()])))
+    ha, hb = _to_numpy(a)[0], _to_numpy(b)[0]
+    return ha.tobytes() == hb.tobytes()
+
+
+# --- one array argument ------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Array:
+    """A pointer parameter's array: where it is, its format, its host contents."""
+    index: int
+    name: str
+    param: object
+    arg: object             # as passed (never written)
+    kind: str               # numpy, cupy, torch
+    host: np.ndarray        # the contents for the launches (given, random or edge)
+    fmt: str | None         # its number format (None: integers, compared exactly)
+    codes: bool             # host holds bit patterns in an unsigned container (pass dtype=fmt)
+
+    @property
+    def dtype_arg(self) -> str | None:
+        """What ``verify(dtype=...)`` and the generators need to read the host array."""
+        return self.fmt if self.codes else None
+
+    @property
+    def gen_dtype(self):
+        return self.fmt if self.codes else self.host.dtype
+
+
+def _format_of(p, host: np.ndarray, a, kind: str) -> tuple[str | None, bool]:
+    if kind == "torch":
+        name = _torch_name(a.dtype)
+        if name in _TORCH_CODES:
+            return _TORCH_CODES[name][0], True
+        return (name if name in ("float16", "float32", "float64") else None), False
+    d = host.dtype
+    if d.kind == "f" and d.name in ("float16", "float32", "float64"):
+        return d.name, False
+    if type(d).__module__.split(".")[0] == "ml_dtypes" or d.type.__module__.split(".")[0] == "ml_dtypes":
+        from ..correctness.formats import format_of
+        fmt = format_of(dtype=d)
+        return (fmt.name if fmt is not None else None), False
+    named = FORMAT_TYPES.get(getattr(p, "type", ""))
+    if named is not None and d.kind == "u":
+        return named, True
+    return None, False
+
+
+def _generate(arr: _Array, mode: str, rng) -> np.ndarray:
+    from ..correctness import inputs
+    given = arr.host
+    if mode == "given":
+        return given.copy()
+    shape, dtype = given.shape, arr.gen_dtype
+    if arr.fmt is None and given.dtype.kind in "iu" and mode == "random":
+        if given.size:           # integers keep the range of the values passed (indices stay valid)
+            return inputs.random(shape, given.dtype, rng, low=int(given.min()), high=int(given.max()))
+        return given.copy()
+    make = inputs.random if mode == "random" else inputs.edge
+    out = make(shape, dtype, rng)
+    return out.view(given.dtype) if out.dtype != given.dtype else out
+
+
+def _sentinel(arr: _Array) -> np.ndarray:
+    from ..correctness import inputs
+    s = inputs.sentinel(arr.host.shape, arr.gen_dtype)
+    return s.view(arr.host.dtype) if s.dtype != arr.host.dtype else s
+
+
+# --- the tile of an output from the launch ---------------------------------------------------
+
+def block_tile(shape, grid, block) -> tuple[int, ...] | None:
+    """The tile one block of ``grid`` x ``block`` covers in an output of ``shape`` (C order, the
+    block's x along the last axis), or None when the launch does not map onto the output that
+    way.  A 1-D launch: ``(bx,)`` over the flattened output when ``ceil(size / bx)`` is the grid
+    (one element per thread) or the output is larger than the grid (a grid-stride loop), one
+    row per block when the first axis has as many rows as the grid has blocks, ``(1,)`` for an
+    output of one element per block (partial sums: the map shows each block, a wrong last
+    block is a "tail").  An N-D launch: per axis the block's
+    extent, or a power-of-two multiple of it, the first that makes the grid's count of tiles
+    (a 32 x 32 tile of a (32, 8) block looping over rows), the block's x along the rows when
+    it fits only that way (a transpose's output); axes past z whole."""
+    shape = tuple(int(n) for n in shape)
+    size = math.prod(shape)
+    grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+    if not shape or size == 0:
+        return None
+    gx, bx = grid[0], block[0]
+    if grid[1:] == (1, 1) and block[1:] == (1, 1):
+        if len(shape) >= 2 and shape[0] == gx and gx > 1:
+            return (1, *shape[1:])
+        if size == gx and gx > 1:
+            return (1,)
+        if bx > 1 and (-(-size // bx) == gx or size > gx * bx):
+            return (bx,)
+        return None
+    tile = _tiles(shape, grid, block, (0, 1, 2))
+    if tile is None and len(shape) >= 2:       # a transpose: the block's x along the rows
+        tile = _tiles(shape, grid, block, (1, 0, 2))
+    if tile is None:                           # grid-stride loops
+        tile = _tiles(shape, grid, block, (0, 1, 2), stride=True)
+    return None if tile is None or all(t == 1 for t in tile) else tile
+
+
+def _tiles(shape, grid, block, order, stride=False) -> tuple | None:
+    """Per axis (the last first) the tile of grid/block dimension ``order[j]``."""
+    tile = []
+    for j, n in enumerate(reversed(shape)):
+        if j >= 3:
+            tile.append(n)
+            continue
+        t = _axis_tile(n, grid[order[j]], block[order[j]], stride)
+        if t is None:
+            return None
+        tile.append(t)
+    return tuple(reversed(tile))
+
+
+def _axis_tile(n: int, g: int, b: int, stride: bool) -> int | None:
+    if g == 1:
+        return n
+    t = b
+    while t <= 2 * n:          # the block's extent, or a power-of-two multiple of it
+        if -(-n // t) == g:
+            return t
+        t *= 2
+    return b if stride and n > g * b else None
+
+
+def count_param(kernel, args) -> int | None:
+    """The index of the by-value integer parameter that counts the elements (named ``n``,
+    ``size``, ``count``, ``numel``, ``len``, ``num_elements``...), or None."""
+    found = None
+    for i, (p, a) in enumerate(zip(kernel.params, args)):
+        s = p.scalar if getattr(p, "kind", "") == "scalar" else None
+        if (s is not None and s.dtype.startswith(("int", "uint")) and _COUNT.match(p.name)
+                and isinstance(a, (int, np.integer)) and not isinstance(a, bool)):
+            if found is not None:
+                return None          # two of them: which one is meant is not clear
+            found = i
+    return found
+
+
+# --- the orchestration -------------------------------------------------------------------------
+
+def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs="random", runs=2,
+                  shared_mem=0, ulp=None, rtol=None, atol=None, reduction=None, tile=None, seed=0,
+                  inplace=(), offset=True):
+    """What ``Kernel.verify`` does (its docstring is the user's help); ``grid`` and ``block``
+    as 3 ints each, ``shared_mem`` checked (by the method)."""
+    grid3, block3 = tuple(grid), tuple(block)
+    args = tuple(args)
+    params = kernel.params
+    if len(args) != len(params):
+        raise ArgumentError(f"{kernel.name}() takes {len(params)} arguments "
+                            f"({', '.join(p.name for p in params)}); verify got {len(args)}")
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise VerifyError(f"runs={quote(runs, 40)}: the number of launches must be an int >= 1")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise VerifyError(f"seed={quote(seed, 40)}: give an int")
+    from ..correctness.rules import check_params
+    check_params(ulp, rtol, atol, reduction)      # before anything is launched
+    modes, edge_passes = _modes(inputs, kernel, args)
+    names = _outputs(kernel, args, outputs)
+    inplace = _inplace(inplace, names)
+    ref_launch = _reference(reference, kernel, grid3, block3, shared_mem)
+
+    arrays: dict[str, _Array] = {}
+    for i, (p, a) in enumerate(zip(params, args)):
+        kind = _kind(a)
+        if kind is None or not (p.pointer or p.reference):
+            continue
+        if kind == "device":
+            if p.name in names:
+                raise VerifyError(f"outputs: '{p.name}' is a {type(a).__name__}; k.verify reads "
+                                  f"outputs as NumPy, CuPy or PyTorch arrays")
+            continue        # another kind of device array: an input, passed as it is
+        host = _host(a, kind)
+        fmt, codes = _format_of(p, host, a, kind)
+        arrays[p.name] = _Array(i, p.name, p, a, kind, host, fmt, codes)
+    ins = [n for n in arrays if n not in names or n in inplace]
+    for j, name in enumerate(arrays):
+        arr = arrays[name]
+        if name in names and name not in inplace:
+            arr.host = _sentinel(arr)
+        else:
+            mode = modes.get(name, "given")
+            arr.host = _generate(arr, mode, np.random.default_rng([int(seed), j]))
+
+    check = _Checker(kernel, arrays, names, ins, grid3, block3, tile,
+                     dict(ulp=ulp, rtol=rtol, atol=atol, reduction=reduction))
+
+    # the reference, once
+    refs = ref_launch(args, arrays, names)
+
+    # the kernel, `runs` times on the same inputs
+    first, spread, differs = None, {n: 0.0 for n in names}, {n: [] for n in names}
+    for r in range(runs):
+        launched = _launch_args(args, arrays)
+        kernel[grid3, block3, shared_mem](*launched)
+        outs = {n: launched[arrays[n].index] for n in names}
+        if first is None:
+            first = (launched, outs)
+            continue
+        for n in names:
+            if not _bits_equal(first[1][n], outs[n]):
+                differs[n].append((launched, outs[n]))
+                spread[n] = max(spread[n], _spread(first[1][n], outs[n], arrays[n]))
+    checks = []
+    for n in names:
+        c = check.one(n, first[1][n], refs[n], first[0])
+        if differs[n]:
+            c = check.nondeterministic(n, c, first[1][n], differs[n], refs[n])
+        checks.append(c)
+    if edge_passes:
+        checks += _edge_passes(kernel, grid3, block3, shared_mem, args, arrays, names, ins,
+                               ref_launch, check, offset)
+    deterministic = not any(differs.values()) if runs > 1 else None
+    return check.verdict(checks, runs, deterministic,
+                         {n: float(v) for n, v in spread.items()} if runs > 1 else None)
+
+
+def _modes(inputs, kernel, args) -> tuple[dict, bool]:
+    arrays = [p.name for p, a in zip(kernel.params, args) if (p.pointer or p.reference)]
+    if isinstance(inputs, str):
+        if inputs not in MODES:
+            raise VerifyError(f"inputs={quote(inputs, 40)}: choose 'given', 'random' or 'edge', or "
+                              f"a dict {{parameter name: mode}}")
+        return {n: inputs for n in arrays}, inputs == "edge"
+    if isinstance(inputs, dict):
+        out = {}
+        for name, mode in inputs.items():
+            if name not in arrays:
+                raise VerifyError(f"inputs: {quote(name, 40)} is not a pointer parameter of "
+                                  f"{kernel.name} ({', '.join(arrays) or 'it has none'})")
+            if mode not in MODES:
+                raise VerifyError(f"inputs[{name!r}]={quote(mode, 40)}: choose 'given', 'random' "
+                                  f"or 'edge'")
+            out[name] = mode
+        return out, False
+    raise VerifyError(f"inputs={quote(inputs, 40)}: choose 'given', 'random' or 'edge', or a dict "
+                      f"{{parameter name: mode}}")
+
+
+def _outputs(kernel, args, outputs) -> list[str]:
+    params = kernel.params
+    by_name = {p.name: (p, a) for p, a in zip(params, args)}
+    if outputs is None:
+        names = [p.name for p, a in zip(params, args)
+                 if (p.pointer > 0 or p.reference) and not p.const and _kind(a) is not None]
+        if not names:
+            raise VerifyError(f"{kernel.name} has no non-const pointer parameter given an array: "
+                              f"name what it writes with outputs=[...]")
+        return names
+    if isinstance(outputs, str):
+        outputs = [outputs]
+    names = list(outputs)
+    if not names:
+        raise VerifyError("outputs=[]: name at least one parameter the kernel writes")
+    for name in names:
+        if name not in by_name:
+            raise VerifyError(f"outputs: {quote(name, 40)} is not a parameter of {kernel.name} "
+                              f"(its parameters: {', '.join(p.name for p in params)})")
+        p, a = by_name[name]
+        if not (p.pointer or p.reference):
+            raise VerifyError(f"outputs: '{name}' ({p}) is passed by value; an output is a pointer "
+                              f"parameter")
+        if _kind(a) is None:
+            raise VerifyError(f"outputs: '{name}' was given {type(a).__name__}, not an array")
+    if len(set(names)) != len(names):
+        raise VerifyError(f"outputs={names!r}: a name twice")
+    return names
+
+
+def _inplace(inplace, names) -> set:
+    inplace = [inplace] if isinstance(inplace, str) else list(inplace or ())
+    for name in inplace:
+        if name not in names:
+            raise VerifyError(f"inplace: {quote(name, 40)} is not one of the outputs "
+                              f"({', '.join(names)})")
+    return set(inplace)
+
+
+def _launch_args(args, arrays: dict, hosts: dict | None = None) -> list:
+    out = list(args)
+    for name, arr in arrays.items():
+        out[arr.index] = _like((hosts or {}).get(name, arr.host), arr.arg, arr.kind)
+    return out
+
+
+def _spread(a, b, arr: _Array) -> float:
+    from ..correctness import ulp_distance
+    ha, hb = _to_numpy(a)[0], _to_numpy(b)[0]
+    d = ulp_distance(ha, hb, dtype=arr.dtype_arg)
+    return float(np.max(d)) if np.size(d) else 0.0
+
+
+# --- the reference -----------------------------------------------------------------------------
+
+class _KernelReference:
+    """Another kernel (``Kernel``, or ``k2[grid, block]`` for a launch of its own) on copies of
+    the arguments: its outputs are the expected ones."""
+    is_kernel = True
+
+    def __init__(self, launch, name):
+        self.launch, self.name = launch, name
+
+    def __call__(self, args, arrays, names, hosts=None, scalars=None, launched=None):
+        if launched is None:
+            launched = _launch_args(_with(args, scalars), arrays)
+        self.launch(*launched)
+        return {n: launched[arrays[n].index] for n in names}
+
+
+class _FunctionReference:
+    """A function of host copies of the arguments (NumPy; CPU tensors for PyTorch arguments)."""
+    is_kernel = False
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "reference")
+
+    def __call__(self, args, arrays, names, hosts=None, scalars=None, launched=None):
+        hosts = hosts or {}
+        call = _with(args, scalars)
+        for name, arr in arrays.items():
+            call[arr.index] = _for_reference(hosts.get(name, arr.host), arr.arg, arr.kind)
+        result = self.fn(*call)
+        return _reference_outputs(result, names, {n: call[arrays[n].index] for n in names},
+                                  {n: hosts.get(n, arrays[n].host).shape for n in names}, self.name,
+                                  [n for n in names if arrays[n].fmt == "e2m1x2"])
+
+
+def _is_kernel(x) -> bool:
+    return hasattr(x, "params") and hasattr(x, "launch_raw")
+
+
+def _is_launcher(x) -> bool:          # k[grid, block]
+    return _is_kernel(getattr(x, "kernel", None)) and hasattr(x, "dims") and callable(x)
+
+
+def _reference(reference, kernel, grid3, block3, shared_mem):
+    if _is_kernel(reference) or _is_launcher(reference):
+        is_kernel = _is_kernel(reference)
+        ref_k = reference if is_kernel else reference.kernel
+        if len(ref_k.params) != len(kernel.params):
+            raise VerifyError(f"reference: {ref_k.name} takes {len(ref_k.params)} arguments, "
+                              f"{kernel.name} {len(kernel.params)}; a reference kernel takes the "
+                              f"same arguments")
+        launch = reference[grid3, block3, shared_mem] if is_kernel else reference
+        return _KernelReference(launch, ref_k.name)
+    if not callable(reference):
+        raise VerifyError(f"reference={quote(reference, 60)}: give a function of the kernel's "
+                          f"arguments (host copies) or another Kernel")
+    return _FunctionReference(reference)
+
+
+def _with(args, scalars) -> list:
+    out = list(args)
+    for i, v in (scalars or {}).items():
+        out[i] = v
+    return out
+
+
+def _reference_outputs(result, names, passed, shapes, what, packed=()) -> dict:
+    if result is None:
+        got = passed
+    elif isinstance(result, dict):
+        extra = [k for k in result if k not in names]
+        if extra:
+            raise VerifyError(f"reference {what}() returned {quote(extra[0], 40)}, not an output "
+                              f"(the outputs: {', '.join(names)})")
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise VerifyError(f"reference {what}() returned no '{missing[0]}' (the outputs: "
+                              f"{', '.join(names)})")
+        got = dict(result)
+    elif isinstance(result, (tuple, list)):
+        if len(result) != len(names):
+            raise VerifyError(f"reference {what}() returned {len(result)} values for "
+                              f"{len(names)} output{'s' * (len(names) != 1)} ({', '.join(names)})")
+        got = dict(zip(names, result))
+    else:
+        if len(names) != 1:
+            raise VerifyError(f"reference {what}() returned one value for {len(names)} outputs "
+                              f"({', '.join(names)}): return a tuple in that order, or a dict")
+        got = {names[0]: result}
+    out = {}
+    for n in names:
+        v = got[n]
+        if _kind(v) is None:
+            v = np.asarray(v)
+        shape = shapes[n]
+        if n in packed and _size(v) == 2 * math.prod(shape):     # fp4 values, two per byte
+            shape = (*shape[:-1], 2 * shape[-1]) if shape else (2,)
+        if _size(v) != math.prod(shape):
+            raise VerifyError(f"reference {what}() gave '{n}' of shape {_shape(v)}; the output "
+                              f"'{n}' has shape {tuple(shape)}")
+        out[n] = v if _shape(v) == tuple(shape) else v.reshape(shape)
+    return out
+
+
+# --- judging -------------------------------------------------------------------------------------
+
+class _Checker:
+    """verify() per output, with the output's dtype, tile, initial contents and inputs."""
+
+    def __init__(self, kernel, arrays, names, ins, grid3, block3, tile, rule):
+        self.kernel, self.arrays, self.names, self.ins = kernel, arrays, names, ins
+        self.grid3, self.block3, self.tile, self.rule = grid3, block3, tile, rule
+        self.last = None
+        self.peak, self.where = 0, "host"
+
+    def tile_of(self, name, shape):
+        if isinstance(self.tile, dict):
+            return self.tile.get(name)
+        if self.tile is not None:
+            return tuple(self.tile) if not isinstance(self.tile, int) else (self.tile,)
+        t = block_tile(shape, self.grid3, self.block3)
+        if t is not None and self.arrays[name].fmt == "e2m1x2":
+            t = (*t[:-1], 2 * t[-1])         # verify() counts fp4 values, two per byte
+        return t
+
+    def one(self, name, out, ref, launched, *, label=None, initial=None, host=False):
+        """The OutputCheck of output ``name``."""
+        from ..correctness import verify
+        arr = self.arrays[name]
+        if initial is None:
+            initial = arr.host if host else _like(arr.host, arr.arg, arr.kind)
+        shape = _shape(out)
+        ins = {}
+        for i in self.ins:        # what a copy would be of: the inputs (in-place ones as they began)
+            a = self.arrays[i]
+            if i == name or (a.fmt, a.host.dtype, a.host.size) != (arr.fmt, arr.host.dtype,
+                                                                   arr.host.size):
+                continue
+            ins[i] = a.host if launched is None or i in self.names else launched[a.index]
+        v = verify(out, ref, arr.dtype_arg, **self.rule, name=label or name,
+                   tile=self.tile_of(name, shape), initial=initial, inputs=ins or None)
+        self.last = v
+        self.peak = max(self.peak, v.peak_bytes)
+        if v.where == "device":
+            self.where = "device"
+        return v.outputs[0]
+
+    def nondeterministic(self, name, c, out0, others, ref):
+        """``c`` (run 0's check) judged again with the runs that differ: the first failing run's
+        check, "nondeterministic" when the runs disagree by more than the rule allows."""
+        from ..correctness import verify
+        arr = self.arrays[name]
+        worst = c
+        beyond = False
+        for launched, out in others:
+            cr = self.one(name, out, ref, launched)
+            if worst.passed and not cr.passed:
+                worst = cr
+            if cr.passed != c.passed:
+                beyond = True
+            else:
+                between = verify(out, out0, arr.dtype_arg, **self.rule, name=name)
+                beyond = beyond or not bool(between)
+        if not worst.passed and beyond:
+            return dataclasses.replace(
+                worst, category="nondeterministic",
+                reason=(f"differs between runs by more than the rule allows (run 0 "
+                        f"{'passes' if c.passed else 'fails'}); {worst.reason or ''}").rstrip("; "))
+        return worst
+
+    def verdict(self, checks, runs, deterministic, spread):
+        """One Verdict of every check made (the last verify()'s, its outputs replaced)."""
+        # not Verdict.with_runs, which calls every failing output whose runs differ
+        # "nondeterministic": here only those whose runs differ by more than the rule allows
+        return dataclasses.replace(self.last, outputs=tuple(checks), peak_bytes=self.peak,
+                                   where=self.where, runs=runs, deterministic=deterministic,
+                                   spread=spread)
+
+
+# --- inputs="edge": a count that is not a multiple of the block, inputs off by one element -----
+
+def _edge_passes(kernel, grid3, block3, shared_mem, args, arrays, names, ins, ref_launch, check,
+                 offset) -> list:
+    """The checks of the two extra launches ``inputs="edge"`` makes (see Kernel.verify)."""
+    i = count_param(kernel, args)
+    if i is None:
+        return []
+    n = int(args[i])
+    out = []
+    bx = block3[0]
+    short = ((n - 2) // bx) * bx + 1 if n >= bx + 2 else n - 1
+    if 1 <= short < n:
+        out += _count_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ref_launch,
+                           check, i, n, short)
+    if offset and not driver.elsewhere() and n >= 2:
+        out += _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins,
+                            ref_launch, check, i, n)
+    return out
+
+
+def _sized(a: np.ndarray, n: int) -> str | None:
+    """How ``a`` is cut to fewer elements than ``n``: "flat" (n elements), "rows" (n rows)."""
+    if a.ndim == 1 and a.shape[0] == n:
+        return "flat"
+    if a.ndim >= 2 and a.shape[0] == n:
+        return "rows"
+    if a.ndim >= 2 and a.size == n:
+        return "flat"
+    return None
+
+
+def _cut(a: np.ndarray, how: str, start: int, stop: int) -> np.ndarray:
+    return np.ascontiguousarray(a.reshape(-1)[start:stop] if how == "flat" else a[start:stop])
+
+
+def _expected(arr: _Array, ref, how: str | None, upto: int) -> np.ndarray:
+    """The whole output as it should be after a launch on ``upto`` elements: the reference's
+    values in the first ``upto``, the sentinel (not written) after."""
+    ref_np = _to_numpy(ref)[0]
+    if how is None:
+        return ref_np
+    sent = arr.host            # the sentinel-filled initial contents (or in-place inputs)
+    if ref_np.dtype == sent.dtype:
+        full = sent.copy()
+    else:
+        from ..correctness import from_bits
+        if arr.fmt is None:
+            full = sent.astype(ref_np.dtype)
+        elif arr.codes:
+            full = np.asarray(from_bits(sent, arr.fmt)).astype(ref_np.dtype)
+        else:
+            full = sent.astype(ref_np.dtype)
+    flat = full.reshape(-1) if how == "flat" else full
+    flat[:upto] = ref_np.reshape(flat[:upto].shape)
+    return full
+
+
+def _count_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ref_launch, check, i,
+                n, short) -> list:
+    launched = _launch_args(_with(args, {i: short}), arrays)
+    kernel[grid3, block3, shared_mem](*launched)
+    hosts = {}
+    for name, arr in arrays.items():
+        how = _sized(arr.host, n)
+        if how is not None:
+            hosts[name] = _cut(arr.host, how, 0, short)
+    is_fn = not ref_launch.is_kernel
+    refs = ref_launch(args, arrays, names, hosts if is_fn else None, {i: short})
+    out = []
+    for name in names:
+        arr = arrays[name]
+        how = _sized(arr.host, n) if is_fn else None
+        got = _to_numpy(launched[arr.index])[0]
+        want = _expected(arr, refs[name], how, short)
+        out.append(check.one(name, got, want, None, label=f"{name} (n={short})", host=True))
+    return out
+
+
+class _DeviceView:
+    """Device memory holding a host array, handed to the kernel ``offset`` elements in (a
+    pointer that is not aligned to more than the element): ``__cuda_array_interface__``."""
+
+    def __init__(self, host: np.ndarray, offset: int):
+        drv = driver.api()
+        driver.context()
+        self.nbytes = max(host.nbytes, 1)
+        self.ptr = int(driver.check(drv.cuMemAlloc(self.nbytes), "allocating an offset input"))
+        if host.nbytes:
+            driver.check(drv.cuMemcpyHtoD(self.ptr, np.ascontiguousarray(host).ctypes.data,
+                                          host.nbytes), "copying an offset input")
+        n = host.size - offset
+        self.__cuda_array_interface__ = {
+            "data": (self.ptr + offset * host.dtype.itemsize, False), "shape": (n,),
+            "typestr": host.dtype.str if host.dtype.kind != "V" else f"|u{host.dtype.itemsize}",
+            "strides": None, "version": 3}
+
+    def free(self):
+        if self.ptr:
+            driver.api().cuMemFree(self.ptr)
+            self.ptr = 0
+
+
+def _offset_view(arr: _Array, host: np.ndarray):
+    """``host`` on the device, one element in: a _DeviceView (NumPy arguments) or a view of a
+    CuPy array / tensor."""
+    flat = host.reshape(-1)
+    if arr.kind == "numpy":
+        return _DeviceView(flat, 1)
+    dev = _like(flat, arr.arg, arr.kind)
+    return dev[1:]
+
+
+def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, ref_launch, check,
+                 i, n) -> list:
+    shifted = [m for m in ins if m not in names and _sized(arrays[m].host, n) == "flat"
+               and arrays[m].param.scalar is not None]
+    if not shifted:
+        return []
+    launched = _launch_args(_with(args, {i: n - 1}), arrays)
+    views = {}
+    for m in shifted:
+        views[m] = _offset_view(arrays[m], arrays[m].host)
+        launched[arrays[m].index] = views[m]
+    label = ", ".join(shifted)
+    failed = None
+    try:
+        kernel[grid3, block3, shared_mem](*launched)
+    except CudaError as exc:      # e.g. CUDA_ERROR_MISALIGNED_ADDRESS: a finding, reported
+        failed = exc
+    finally:
+        if failed is None or driver.lost() is None:
+            for v in views.values():
+                if isinstance(v, _DeviceView):
+                    v.free()
+    hosts = {}
+    for name, arr in arrays.items():
+        how = _sized(arr.host, n)
+        if name in shifted:
+            hosts[name] = _cut(arr.host, "flat", 1, n)
+        elif how is not None:
+            hosts[name] = _cut(arr.host, how, 0, n - 1)
+    is_fn = not ref_launch.is_kernel
+    if is_fn:
+        refs = ref_launch(args, arrays, names, hosts, {i: n - 1})
+    elif failed is not None:     # CUDA may be gone: nothing to launch the reference kernel with
+        refs = {m: arrays[m].host for m in names}
+    else:       # the reference kernel on the same offset inputs
+        ref_args = _launch_args(_with(args, {i: n - 1}), arrays)
+        ref_views = {m: _offset_view(arrays[m], arrays[m].host) for m in shifted}
+        for m, v in ref_views.items():
+            ref_args[arrays[m].index] = v
+        try:
+            refs = ref_launch(args, arrays, names, launched=ref_args)
+        finally:
+            for v in ref_views.values():
+                if isinstance(v, _DeviceView):
+                    v.free()
+    out = []
+    for name in names:
+        arr = arrays[name]
+        how = _sized(arr.host, n) if is_fn else None
+        want = _expected(arr, refs[name], how, n - 1)
+        tag = f"{name} ({label} +1 element)"
+        if failed is not None:
+            c = check.one(name, arr.host, want, None, label=tag, host=True)
+            out.append(dataclasses.replace(
+                c, passed=False, category="wrong",
+                reason=(f"the launch with {label} one element ({arrays[shifted[0]].host.dtype.itemsize} "
+                        f"bytes) past an aligned address failed: {failed}")))
+            continue
+        got = _to_numpy(launched[arr.index])[0]
+        out.append(check.one(name, got, want, None, label=tag, host=True))
+    return out

@@ -153,6 +153,15 @@ _STATE_JS = """() => {
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def notebook(cells) -> dict:
+    """An nbformat 4 notebook (as a dict, for json.dumps) of code cells, in the python3 kernel."""
+    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
+                       "execution_count": None} for c in cells],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                        "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
 def open_notebook(page, base: str, token: str, name: str, timeout: float = 60) -> None:
     """Open `name` (relative to the server root) and wait until its kernel is idle."""
     page.goto(f"{base}/lab/tree/{name}?token={token}", timeout=timeout * 1000)

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import TuneError
 from ..runtime import sweep
 from ..runtime.helper.encoding import host_copy
-from ..correctness.check import check as check_outputs, references
+from ..correctness.judges import check as check_outputs, references
 from .candidates import Candidate
 from .comparison import _is_array
 

@@ -49,14 +49,6 @@ VerdictView(verify(c, ref, tile=(16, 16), name="c"))"""
 CELLS = {"pass": PASS, "tail": TAIL, "tile_edge": EDGE}
 
 
-def _notebook(cells):
-    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
-                       "execution_count": None} for c in cells],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                        "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
-
-
 # what one verdict's output shows: its text, the badges' colours, the boxes of the table, the
 # figure and the output area, the squares of each map by fill, the SVG text's colour
 _SHOWN = """out => {
@@ -96,7 +88,7 @@ def shown(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("verify")
-    (root / "verify.ipynb").write_text(json.dumps(_notebook([SETUP, *CELLS.values()])))
+    (root / "verify.ipynb").write_text(json.dumps(bu.notebook([SETUP, *CELLS.values()])))
     out = {}
     with bu.lab_server(root) as (base, token), bu.browser_page(width=1400, height=1000) as page:
         bu.open_notebook(page, base, token, "verify.ipynb", timeout=60)

@@ -29,14 +29,6 @@ template __global__ void axpy<float, 256>(const float*, float*, float, int);
 '''
 
 
-def _notebook(cells):
-    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
-                       "execution_count": None} for c in cells],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                        "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
-
-
 @pytest.fixture(scope="module")
 def views(tmp_path_factory):
     """(page, the heat map's panel, the SASS panel), the notebook run and both tabs opened."""
@@ -44,7 +36,7 @@ def views(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("views")
-    (root / "views.ipynb").write_text(json.dumps(_notebook(
+    (root / "views.ipynb").write_text(json.dumps(bu.notebook(
         ["%load_ext cuda_magic\n%cuda_config --arch sm_90a", HEAVY, TEMPLATE])))
     with bu.lab_server(root) as (base, token), bu.browser_page() as page:
         bu.open_notebook(page, base, token, "views.ipynb", timeout=60)

@@ -12,7 +12,7 @@ from cuda_magic.cell import CellError, parse_cell
 from cuda_magic.variants import record
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
-from cuda_magic.correctness.check import differs
+from cuda_magic.correctness.judges import differs
 from cuda_magic.compile.arch import gpu_archs
 from cuda_magic.runtime import driver
 from cuda_magic.runtime.helper.program import Program
@@ -506,7 +506,7 @@ def test_a_given_reference_judges_the_first_candidate_too():
 def test_every_output_array_is_checked_not_only_the_first():
     """Two outputs, the second one wrong: wrong, whether the reference is the first candidate's
     outputs, one given by the user, or the helpers' own check (``outputs.check``)."""
-    from cuda_magic.correctness import check as outputs
+    from cuda_magic.correctness import judges as outputs
     from cuda_magic.runtime import sweep
     right = {"y": np.ones(10, np.float32), "z": np.arange(10, dtype=np.int32)}
     bad_z = {"y": right["y"].copy(), "z": right["z"] + 1}

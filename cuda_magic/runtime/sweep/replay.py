@@ -12,7 +12,7 @@ from .. import bench, driver, peaks
 from ..driver import api, check
 from ..helper.encoding import decode
 from ..kernel import Kernel
-from ...correctness.check import check as judge
+from ...correctness.judges import check as judge
 from .jobs import Job, Outcome
 
 __all__ = ["run_job", "DeviceArray", "label"]

@@ -1,7 +1,7 @@
 """cuda-magic: compile CUDA C++ in a notebook under a configuration you can see, and launch it.
 
 ``%load_ext cuda_magic`` registers ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``,
-``%%cuda_tune`` and ``%cuda_config``.
+``%%cuda_tune``, ``%cuda_config`` and ``%cuda_export``.
 Importing this package does not initialise CUDA.  The Python API::
 
     from cuda_magic import compile_source, sass, ptx
@@ -10,11 +10,12 @@ Importing this package does not initialise CUDA.  The Python API::
     view(r)                      # the tabbed view; show(r, "sass") prints text
     c = compare(src, arch="sm_90a", run="scale[1, 256](x, y, 0.5, 256)")   # FTZ off vs on
     t = tune(src, "block=[128, 256]", "scale[cdiv(n, block), block](x, y, 0.5, n)", arch="sm_90a")
+    export(m, "torch", "ops/scale_ops", grid="cdiv(n, 256)", block=256)   # a PyTorch op package
 """
 
-from . import cell, compile, config, correctness, display, errors, inspect, runtime, settings, variants
+from . import _version, cell, compile, config, correctness, display, errors, exports, inspect, runtime, settings, variants
 
-_PARTS = (errors, config, compile, cell, inspect, correctness, display, runtime, variants)
+_PARTS = (errors, config, compile, cell, inspect, correctness, display, runtime, variants, exports)
 
 # the one documented surface: what each part exports (its ``__all__``), and the settings module
 __all__ = [name for part in _PARTS for name in part.__all__] + ["settings"]
@@ -27,7 +28,7 @@ _LAZY["BenchResult"] = "cuda_magic.runtime.bench"      # Timing's old name: a de
 globals().update({name: getattr(part, name) for part in _PARTS for name in part.__all__
                   if name not in _LAZY})
 
-__version__ = "0.1.0"
+__version__ = _version.__version__
 
 
 def __getattr__(name: str):
@@ -46,6 +47,6 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ip) -> None:
     """``%load_ext cuda_magic``: register ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``,
-    ``%%cuda_tune`` and ``%cuda_config`` (CUDA stays untouched)."""
+    ``%%cuda_tune``, ``%cuda_config`` and ``%cuda_export`` (CUDA stays untouched)."""
     from .magics import load
     load(ip)

@@ -17,7 +17,7 @@ __all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "Too
            "NoKernelError", "KernelKeyError", "InstanceError", "BinaryFormatError", "OccupancyError",
            "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
            "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "VerifyError", "SweepError",
-           "TuneError", "TuneRunError", "RunError"]
+           "TuneError", "TuneRunError", "RunError", "ExportError"]
 
 
 class Error(Exception):
@@ -445,6 +445,11 @@ class DtypeError(Error, TypeError):
 class VerifyError(Error, ValueError):
     """A check of outputs that cannot be made as asked: rules that contradict each other, a
     parameter out of range, a reference that gives nothing to compare (names the parameter)."""
+
+
+class ExportError(Error, ValueError):
+    """An export that cannot be made as asked: a format, option, parameter or path it cannot
+    take (the message names which), or a kernel whose parameters a torch op cannot carry."""
 
 
 class SweepError(Error, RuntimeError):

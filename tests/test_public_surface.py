@@ -66,7 +66,8 @@ def test_all_names_resolve_and_name_each_class_once():
     assert not twice, f"classes exported under two names: {twice}"
 
 
-PARTS = ("errors", "config", "compile", "cell", "inspect", "correctness", "display", "runtime", "variants")
+PARTS = ("errors", "config", "compile", "cell", "inspect", "correctness", "display", "runtime", "variants",
+         "exports")
 
 
 def test_all_is_composed_from_the_parts():

@@ -140,6 +140,7 @@ class Module:
             e.name: Kernel(e.name, e.params, of[e.name], e.binding.entry.symbol, printf)
             for e in entries}
         for e in entries:
+            self.kernels[e.name].module = self
             if e.unavailable:
                 self.kernels[e.name].unavailable = e.unavailable
         self._printf = printf

@@ -140,3 +140,66 @@ def evaluate(namespace, option: str, text: str):
     except Exception as exc:
         raise UsageError(f"{option} {quote(text, 60)}: {type(exc).__name__}: "
                          f"{clip(str(exc), 200)}") from None
+
+
+_EXPORTS = 0      # %cuda_export lines compiled so far (each its own linecache name)
+
+
+def export_line(namespace, line: str) -> tuple:
+    """``%cuda_export OBJECT FORMAT PATH [KEY=EXPR ...]``: the object (a Python expression in the
+    user's namespace), the format, the path, and the options as keyword arguments evaluated
+    there.  The options' text is kept in ``linecache`` under its own name, so a ``lambda``
+    among them has a source the export can copy."""
+    import linecache
+    import re
+    import shlex
+    global _EXPORTS
+    m = re.match(r"\s*(\S+)\s+(\S+)\s+(\"[^\"]*\"|'[^']*'|\S+)\s*(.*)$", line, re.S)
+    if m is None:
+        raise UsageError("write %cuda_export OBJECT FORMAT PATH [KEY=EXPR ...], e.g. "
+                         "%cuda_export m torch ops/scale_ops grid=\"cdiv(n, 256)\" block=256")
+    obj = evaluate(namespace, "OBJECT", m[1])
+    path = shlex.split(m[3])[0] if m[3][0] in "\"'" else m[3]
+    options = {}
+    if m[4].strip():
+        _EXPORTS += 1
+        name = f"<%cuda_export options {_EXPORTS}>"
+        text = f"dict({_with_commas(m[4].strip())})"
+        linecache.cache[name] = (len(text), None, [text + "\n"], name)
+        try:
+            options = eval(compile(text, name, "eval"), namespace)
+        except Exception as exc:
+            raise UsageError(f"%cuda_export options {quote(m[4].strip(), 60)}: write them as "
+                             f"Python keyword arguments (grid=\"cdiv(n, 256)\" block=256): "
+                             f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+    return obj, m[2], path, options
+
+
+def _with_commas(text: str) -> str:
+    """``grid="cdiv(n, 256)" block=256`` -> ``grid="cdiv(n, 256)", block=256``: a comma before
+    each ``KEY=`` at the top level that has none (keyword arguments written as a magic line)."""
+    import io
+    import tokenize
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    inserts, depth, in_lambda, last = [], 0, False, None
+    for i, t in enumerate(tokens):
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        elif depth == 0 and t.type == tokenize.NAME and t.string == "lambda":
+            in_lambda = True
+        elif depth == 0 and in_lambda and t.type == tokenize.OP and t.string == ":":
+            in_lambda = False
+        elif depth == 0 and not in_lambda and t.type == tokenize.NAME and last is not None \
+                and i + 1 < len(tokens) and tokens[i + 1].string == "=" \
+                and not (last.type == tokenize.OP and last.string in (",", "(")):
+            inserts.append(t.start[1])
+        if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER):
+            last = t
+    for col in reversed(inserts):
+        text = text[:col].rstrip() + ", " + text[col:]
+    return text

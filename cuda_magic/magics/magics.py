@@ -1,5 +1,5 @@
-"""The magics: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%%cuda_tune`` and
-``%cuda_config`` on one IPython ``Magics`` class, with the session's settings as its traitlets.
+"""The magics: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%%cuda_tune``,
+``%cuda_config`` and ``%cuda_export`` on one IPython ``Magics`` class, with the session's settings as its traitlets.
 
 Each magic parses its line, calls the layer that does the work (:mod:`cuda_magic.cell`,
 :mod:`cuda_magic.variants`, :mod:`.session`) and binds or displays what comes back.  The long
@@ -453,6 +453,39 @@ class CudaMagics(Magics):
             print(_session.resolved_json(outcome.session))
         elif not outcome.registered or outcome.edits:
             display(ConfigView(outcome.session.defaults, outcome.session.preset))
+
+    @magic_arguments("%cuda_export")
+    @argument("object", help="the Module (%%%%cuda --name m) or one of its kernels")
+    @argument("format", help="torch, cubin or wheel")
+    @argument("path", help="the directory to write (for torch: the package itself)")
+    @argument("options", nargs="*", metavar="KEY=EXPR",
+              help="export()'s options as Python keyword arguments")
+    @no_var_expand
+    @line_magic
+    def cuda_export(self, line):
+        """Export a built module's kernels out of the notebook: as a PyTorch op package
+        (``torch``: one ``torch.library.custom_op`` per kernel, its binaries inside, launched
+        through the CUDA driver, so it runs with no compiler and no cuda-magic), as the binaries
+        with a C header, a Python loader and a manifest (``cubin``), or as a wheel of the torch
+        package (``wheel``).  Every build of the module's arch list goes in, byte for byte.
+
+        The options are :func:`cuda_magic.export`'s keyword arguments, written as Python and
+        evaluated in your namespace: ``grid`` and ``block`` (an int or tuple, an expression of
+        the kernel's parameters as a string, or a function of them), ``shared``, ``outputs``
+        (``{"y": "like x"}``: the op allocates and returns y), ``kernels``, ``name``,
+        ``version``, ``overwrite``.
+
+        Examples::
+
+            %cuda_export m torch ops/scale_ops grid="cdiv(n, 256)" block=256 outputs={"y": "like x"}
+            %cuda_export m cubin out/scale
+            %cuda_export scale wheel build/scale_ops grid=lambda n: cdiv(n, 256) block=256
+        """
+        from ..exports import export
+        if not line.strip() or line.strip() in ("-h", "--help"):
+            _args.parse(self.cuda_export, line)
+        obj, fmt, path, options = _args.export_line(self.shell.user_ns, line)
+        return export(obj, fmt, path, **options)
 
     @staticmethod
     def _replace_views(name: str | None) -> None:

@@ -147,6 +147,7 @@ class Kernel:
     """
 
     unavailable: str | None = None   # set when no build of an arch list runs on this GPU
+    module = None                    # the %%cuda Module that holds it (what export() reads)
 
     def __init__(self, name: str, params: Sequence[Param], result: CompilationResult,
                  symbol: str | None = None, printf: bool = False):

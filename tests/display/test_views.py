@@ -26,6 +26,7 @@ RESULTS = {
     "cuda_magic.Comparison": "compare(), %%cuda_compare",
     "cuda_magic.Verdict": "verify(), k.verify",
     "cuda_magic.Tuning": "tune(), %%cuda_tune",
+    "cuda_magic.Exported": "export(), %cuda_export",
     "cuda_magic.Timing": "k.bench()",
     "cuda_magic.BenchResult": "k.bench() (the same class as Timing)",
     "cuda_magic.History": "cuda_magic.history()",

@@ -1,0 +1,117 @@
+"""How an :class:`~cuda_magic.exports.export.Exported` (``cuda_magic.export``, ``%cuda_export``)
+looks: where it went, each op's schema (torch, wheel), each build (arch, compiler, sha256,
+registers and spills per kernel), the files with their sizes, and the lines that use it.
+Plain text (terminal, ``show``) and static HTML (notebooks, nbconvert); everything quoted is
+escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from ..config import printable
+from .text import table as text_table
+
+__all__ = ["ExportView", "text", "html", "usage"]
+
+_TABLE = "border-collapse: collapse; font-size: 12px; margin: 4px 0"
+_CELL = "padding: 1px 8px; text-align: left; border-bottom: 1px solid rgba(128,128,128,0.3)"
+_MONO = "font-family: var(--jp-code-font-family, monospace)"
+
+
+def usage(e) -> list[str]:
+    """The lines that use the export."""
+    parent = e.path.rsplit("/", 1)[0] if "/" in e.path else "."
+    first = e.manifest["kernels"][0]
+    if e.format == "cubin":
+        args = ", ".join(p["name"] for p in first["params"])
+        return [f"C: #include \"{e.path}/kernel.h\"  (cc prog.c -I<cuda>/include -lcuda)",
+                f"   {e.name}_t m; {e.name}_load(&m); {e.name}_{first['name']}(&m, grid..., "
+                f"block..., 0, stream, {args});",
+                f"Python: sys.path.insert(0, {e.path!r}); import kernel; "
+                f"kernel.{first['name']}[grid, block]({args})"]
+    outputs = first.get("op", {}).get("outputs", {})
+    names = ", ".join(p["name"] for p in first["params"] if p["name"] not in outputs)
+    install = [f"pip install {e.wheel}"] if e.wheel else \
+        [f"sys.path.insert(0, {parent!r})  (or copy {e.name}/ next to your code)"]
+    return install + [f"import {e.name}; {e.name}.{first['name']}({names})   "
+                      f"# torch.ops.{e.name}.{first['name']}"]
+
+
+def _builds(e) -> tuple[list[str], list[list[str]]]:
+    head = ["build", "arch", "compiler", "sha256", "kernels: registers, spills (stores/loads B)"]
+    rows = []
+    for b in e.manifest["builds"]:
+        ks = []
+        for k, r in b["kernels"].items():
+            ks.append(f"{k}: {r['registers']} reg, {r['spill_stores']}/{r['spill_loads']}"
+                      if r else f"{k}: -")
+        rows.append([b["file"], b["arch"], f"{b['compiler']} {b['compiler_version']}",
+                     b["sha256"][:16], "; ".join(ks)])
+    return head, rows
+
+
+def _files(e) -> tuple[list[str], list[list[str]]]:
+    return ["file", "bytes", "sha256"], [[f, f"{e.sizes[f]:,}", s[:16]] for f, s in e.files.items()]
+
+
+def _title(e) -> str:
+    total = sum(e.sizes.values())
+    kernels = ", ".join(k["name"] for k in e.manifest["kernels"])
+    return (f"exported {kernels} as {e.format} {e.name!r} to {e.path}: {len(e.files)} files, "
+            f"{total:,} bytes")
+
+
+def text(e) -> str:
+    lines = [_title(e)]
+    if e.ops:
+        lines += ["", "ops:"] + [f"  {s}" for s in e.ops.values()]
+    lines += [""] + text_table(*_builds(e))
+    lines += [""] + text_table(*_files(e))
+    lines += ["", "use:"] + [f"  {u}" for u in usage(e)]
+    return "\n".join(lines)
+
+
+def _html_table(head, rows, mono=(0, 3)) -> str:
+    th = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in head)
+    body = "".join("<tr>" + "".join(
+        f'<td style="{_CELL}{"; " + _MONO if i in mono else ""}">{escape(c)}</td>'
+        for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f'<table style="{_TABLE}"><tr>{th}</tr>{body}</table>'
+
+
+def html(e) -> str:
+    parts = [f'<div class="cuda-magic-export"><div style="font-weight: bold">'
+             f'{escape(_title(e))}</div>']
+    if e.ops:
+        ops = "".join(f'<div style="{_MONO}">{escape(s)}</div>' for s in e.ops.values())
+        parts.append(f'<div style="margin: 4px 0">{ops}</div>')
+    parts.append(_html_table(*_builds(e)))
+    parts.append(_html_table(*_files(e), mono=(0, 2)))
+    use = "\n".join(usage(e))
+    parts.append(f'<pre style="margin: 4px 0; {_MONO}">{escape(use)}</pre></div>')
+    return "".join(parts)
+
+
+class ExportView:
+    """The view of an :class:`~cuda_magic.exports.export.Exported`: ``text()`` and
+    ``_repr_html_()``."""
+
+    def __init__(self, exported):
+        self.exported = exported
+
+    def text(self) -> str:
+        return text(self.exported)
+
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        """What ``show()`` prints: all of it, whatever the part."""
+        return self.text()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(printable(self.text()))
+
+    def _repr_html_(self) -> str:
+        return html(self.exported)
+
+    def __repr__(self) -> str:
+        return self.text()

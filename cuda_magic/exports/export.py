@@ -1,0 +1,250 @@
+"""``export(module, format, path)``: a built module's kernels, taken out of the notebook.
+
+Three formats (docs/export.md):
+
+``"torch"``
+    ``path`` becomes a Python package (named after its last component, or ``name=``) that
+    registers each kernel as ``torch.library.custom_op`` ``<name>::<kernel>``
+    (:mod:`.torch_package`); each op needs its launch rules: ``grid=``, ``block=``, optionally
+    ``shared=`` and ``outputs=``.
+``"cubin"``
+    ``path`` gets the binaries, ``kernel.h``, ``kernel.py`` and ``manifest.json``
+    (:mod:`.cubin`).
+``"wheel"``
+    ``path`` gets ``pyproject.toml`` and the torch package, and ``dist/`` the wheel built from
+    them (:mod:`.wheel`).
+
+Every build of the module's arch list goes in, each byte for byte as compiled.  The files are
+the same bytes each time for the same module and options.  ``path`` is written whole or not at
+all: the export is made beside it and moved in; an existing ``path`` is replaced only when it
+is an earlier export (or ``overwrite=True``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+from .._version import __version__
+from ..errors import ExportError, quote
+from . import cubin, manifest as _manifest, torch_package, wheel
+from .rules import rules_for
+from .spec import checked_name, collect, source_of
+
+__all__ = ["export", "Exported", "FORMATS"]
+
+FORMATS = ("torch", "cubin", "wheel")
+_RULES = ("grid", "block", "shared", "outputs")
+_VERSION = re.compile(r"\d+(\.\d+)*([ab]|rc)?\d*(\.post\d+)?(\.dev\d+)?")
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What :func:`export` wrote: ``path``, ``format``, the package or prefix ``name``,
+    ``files`` (each file under ``path`` -> its sha256), ``sizes`` (-> bytes), ``ops`` (torch and
+    wheel: each op -> its schema), ``wheel`` (the wheel's path, for ``"wheel"``) and the
+    ``manifest`` (a dict; ``manifest.json`` holds the same)."""
+
+    path: str
+    format: str
+    name: str
+    files: dict = field(repr=False)
+    sizes: dict = field(repr=False)
+    ops: dict = field(repr=False)
+    manifest: dict = field(repr=False)
+    wheel: str | None = None
+
+    def __repr__(self) -> str:
+        total = sum(self.sizes.values())
+        return (f"<Exported {self.format} {self.name!r} at {self.path}: {len(self.files)} files, "
+                f"{total:,} bytes>")
+
+
+def _by_python_name(per_kernel: dict, ks, module) -> dict:
+    """``kernels={...}``'s keys (any spelling ``m[...]`` takes) as the exported kernels' names."""
+    out = {}
+    for key, opts in per_kernel.items():
+        try:
+            cxx = module[key].name
+        except Exception:
+            cxx = None
+        k = next((k for k in ks if k.cxx == cxx), None)
+        if k is None:
+            raise ExportError(f"kernels: no kernel {quote(key, 80)} in this export; it has "
+                              f"{', '.join(k.name for k in ks)}")
+        if not isinstance(opts, dict):
+            raise ExportError(f"kernels[{key!r}]: a dict of {', '.join(_RULES)}, not "
+                              f"{quote(opts, 80)}")
+        out[k.name] = opts
+    return out
+
+
+def _options(per_kernel: dict, shared: dict, names: list[str]) -> dict[str, dict]:
+    """Each kernel's rules: the shared ones, then what ``kernels={name: {...}}`` says for it."""
+    return {n: {**shared, **per_kernel.get(n, {})} for n in names}
+
+
+def _fmt(fmt) -> str:
+    if fmt not in FORMATS:
+        raise ExportError(f"format {quote(fmt, 80)}: export makes {', '.join(map(repr, FORMATS))}")
+    return fmt
+
+
+def _name_from(path: pathlib.Path, name, fmt: str) -> str:
+    if name is not None:
+        return checked_name(name)
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", path.name or ""):
+        return checked_name(path.name)
+    raise ExportError(f"path {quote(str(path), 80)}: its last part is not a Python identifier, "
+                      f"so give the {'prefix' if fmt == 'cubin' else 'package'} a name= "
+                      f"('scale_ops')")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ours(path: pathlib.Path) -> bool:
+    """Whether ``path`` holds an earlier export (its manifest.json, at the top or one down)."""
+    for m in [path / "manifest.json", *path.glob("*/manifest.json")]:
+        try:
+            if json.loads(m.read_text(encoding="utf-8")).get("format") == _manifest.FORMAT:
+                return True
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
+
+
+def _write(path: pathlib.Path, files: dict[str, bytes], overwrite: bool) -> None:
+    if path.exists() and not path.is_dir():
+        raise ExportError(f"path {quote(str(path), 80)} is a file; an export writes a directory")
+    if path.is_dir() and any(path.iterdir()) and not overwrite and not _ours(path):
+        raise ExportError(f"path {quote(str(path), 80)} holds files that are not an export; "
+                          f"choose an empty or new directory, or pass overwrite=True")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        for rel, data in sorted(files.items()):
+            f = tmp / rel
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(data)
+            os.chmod(f, 0o644)
+        os.chmod(tmp, 0o755)
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old.{os.getpid()}")
+            os.replace(path, old)
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _version(v) -> str:
+    if not isinstance(v, str) or not _VERSION.fullmatch(v):
+        raise ExportError(f"version={quote(v, 80)}: a version like '0.1.0'")
+    return v
+
+
+def export(obj, format: str, path, *, name: str | None = None, kernels=None, grid=None,
+           block=None, shared=None, outputs=None, version: str = "0.1.0",
+           overwrite: bool = False) -> Exported:
+    """Export a ``%%cuda`` module's kernels (every build of its arch list) as a torch op package
+    (``"torch"``), as binaries with a C header, a Python loader and a manifest (``"cubin"``), or
+    as a wheel of the torch package (``"wheel"``), into directory ``path``.
+
+    ``obj``: the Module (``%%cuda --name m``) or one of its kernels.  ``kernels``: which to
+    export (names; default all), or ``{kernel: {grid=..., block=..., shared=..., outputs=...}}``
+    for rules per kernel.  For a torch op, the launch rules (each an int or tuple, an expression
+    of the kernel's parameters as a string, or a function whose parameters are named after
+    them): ``grid`` and ``block`` (required), ``shared`` (dynamic shared bytes, default 0),
+    ``outputs`` (pointers the op allocates and returns instead of taking:
+    ``{"y": "like x"}``, ``{"c": "(m, n)"}``, ``{"y": ("like x", "float16")}`` where the pointee
+    names no dtype).  ``name``: the package (C prefix) name, default the last part of ``path``.
+    ``version``: the package's.  ``overwrite``: replace a directory that is not an earlier
+    export.  Returns an :class:`Exported`.
+
+    Examples::
+
+        export(m, "torch", "ops/scale_ops", grid="cdiv(n, 256)", block=256,
+               outputs={"y": "like x"})
+        export(m.scale, "cubin", "out/scale")
+        export(m, "wheel", "dist_src/scale_ops", grid=lambda n: cdiv(n, 256), block=256)
+    """
+    fmt = _fmt(format)
+    if not isinstance(path, (str, os.PathLike)):
+        raise ExportError(f"path: a directory (str or path), not {quote(path, 80)}")
+    path = pathlib.Path(path).expanduser().absolute()
+    name = _name_from(path, name, fmt)
+    version = _version(version)
+    module, only = source_of(obj)
+    per_kernel = kernels if isinstance(kernels, dict) else {}
+    ks = collect(module, only if only is not None or per_kernel else kernels)
+    shared_rules = {k: v for k, v in (("grid", grid), ("block", block), ("shared", shared),
+                                      ("outputs", outputs)) if v is not None}
+    if fmt == "cubin":
+        if shared_rules or per_kernel:
+            raise ExportError(f"{', '.join(shared_rules) or 'kernels={...}'}: launch rules are "
+                              f"for a torch op; kernel.h and kernel.py take grid and block at "
+                              f"each launch")
+        return _cubin(path, name, version, ks, module, __version__, overwrite)
+    per = _options(_by_python_name(per_kernel, ks, module), shared_rules, [k.name for k in ks])
+    items = [(k, rules_for(k, per[k.name])) for k in ks]
+    package = _torch_files(name, version, items, module, __version__, fmt)
+    ops = {k.name: torch_package.schema(name, k, r) for k, r in items}
+    if fmt == "torch":
+        return _done(path, fmt, name, package, ops, overwrite)
+    summary = f"{', '.join(k.name for k in ks)}: CUDA kernels as PyTorch ops (cuda-magic export)"
+    whl = wheel.wheel_bytes(name, version, summary, package, __version__)
+    files = {f"{name}/{p}": d for p, d in package.items()}
+    files["pyproject.toml"] = wheel.pyproject(name, version, summary).encode()
+    files[f"dist/{wheel.wheel_name(name, version)}"] = whl
+    out = _done(path, fmt, name, files, ops, overwrite, package_manifest=package["manifest.json"])
+    return Exported(out.path, out.format, out.name, out.files, out.sizes, out.ops, out.manifest,
+                    str(path / "dist" / wheel.wheel_name(name, version)))
+
+
+def _torch_files(name, version, items, module, cm_version, fmt) -> dict[str, bytes]:
+    files = {"__init__.py": torch_package.init_source(name, version, items, cm_version).encode(),
+             "_driver.py": torch_package.template("_driver.py"),
+             "_torch.py": torch_package.template("_torch.py")}
+    for k, _ in items:
+        for b in k.builds:
+            files[f"binaries/{b.file}"] = b.data
+    ops = {k.name: {"schema": torch_package.schema(name, k, r), **r.given,
+                    "mutates": [p.name for p in k.params if p.kind == "pointer" and not p.const
+                                and p.name not in {o.param for o in r.outputs}]}
+           for k, r in items}
+    m = _manifest.manifest(name, fmt, version, [k for k, _ in items], module.source, cm_version,
+                           ops=ops, files={p: _sha(d) for p, d in files.items()
+                                           if not p.startswith("binaries/")})
+    files["manifest.json"] = _manifest.dumps(m)
+    return files
+
+
+def _cubin(path, name, version, ks, module, cm_version, overwrite) -> Exported:
+    files = {"kernel.h": cubin.header_source(name, ks, cm_version).encode(),
+             "kernel.py": cubin.loader_source(name, ks, cm_version).encode()}
+    for k in ks:
+        for b in k.builds:
+            files[b.file] = b.data
+    m = _manifest.manifest(name, "cubin", version, ks, module.source, cm_version,
+                           files={p: _sha(d) for p, d in files.items()
+                                  if p in ("kernel.h", "kernel.py")})
+    files["manifest.json"] = _manifest.dumps(m)
+    return _done(path, "cubin", name, files, {}, overwrite)
+
+
+def _done(path, fmt, name, files, ops, overwrite, package_manifest=None) -> Exported:
+    _write(path, files, overwrite)
+    m = json.loads((package_manifest or files["manifest.json"]).decode())
+    return Exported(str(path), fmt, name, {p: _sha(d) for p, d in sorted(files.items())},
+                    {p: len(d) for p, d in sorted(files.items())}, ops, m)

@@ -1,0 +1,242 @@
+"""How an exported torch op launches its kernel and allocates its outputs, as Python source.
+
+The user gives each rule as a value (``block=256``, ``grid=(64, 64)``), as an expression of the
+kernel's parameters (``grid="cdiv(n, 256)"``, ``outputs={"y": "like x"}``,
+``outputs={"c": "(m, n)"}``) or as a function (``grid=lambda n: cdiv(n, 256)``, a ``def``),
+whose parameters are named after the kernel's.  Each becomes Python text of the generated
+package, checked here: an expression must parse and use only the kernel's parameters and the
+names the package provides (:data:`NAMES`); a function's source must be readable and use no
+name from the notebook, since the package cannot see the notebook.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+from ..errors import ExportError, quote
+from .spec import Kernel, ParamSpec
+
+__all__ = ["Rules", "Output", "rules_for", "NAMES"]
+
+# what an expression or function may use besides the kernel's parameters
+NAMES = frozenset({"cdiv", "torch", "math"}) | frozenset(
+    n for n in dir(builtins) if not n.startswith("_") and n[0].islower())
+_KEYS = ("grid", "block", "shared", "outputs")
+
+
+@dataclass(frozen=True)
+class Output:
+    """An output the op allocates: its parameter, shape (a Python expression), dtype (a torch
+    dtype name) and the parameter whose device it goes on (None: the current device)."""
+
+    param: str
+    shape: str
+    dtype: str
+    device: str | None
+    spec: str                  # as the user gave it, for the manifest
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One kernel's launch as Python expressions (``grid``, ``block``, ``shared``), its
+    ``outputs`` and the functions they call (``defs``: source text, in order)."""
+
+    grid: str
+    block: str
+    shared: str
+    outputs: tuple[Output, ...]
+    defs: tuple[str, ...]
+    given: dict               # each rule as given, in words, for the manifest and the view
+
+
+def _names(tree: ast.AST) -> set[str]:
+    """The free names an expression or function reads (its own parameters and locals aside)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            a = node.args
+            bound |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+            bound |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.comprehension):
+            bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _expression(text: str, where: str, allowed: set[str]) -> str:
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise ExportError(f"{where}: {quote(text, 80)} is not a Python expression ({e.msg})") from None
+    unknown = sorted(_names(tree) - allowed - NAMES)
+    if unknown:
+        raise ExportError(f"{where}: {quote(text, 80)} uses {', '.join(unknown)}, which the "
+                          f"exported package does not have; an expression may use the kernel's "
+                          f"parameters ({', '.join(sorted(allowed)) or 'none'}), cdiv, math and "
+                          f"torch")
+    return ast.unparse(tree)
+
+
+def _function_source(fn, where: str) -> tuple[str, ast.AST]:
+    """The source of ``fn`` (a ``def`` or a lambda) as a module-level definition, and its tree."""
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        raise ExportError(f"{where}: the source of {quote(fn, 80)} cannot be read, so the package "
+                          f"cannot hold it; give an expression string instead") from None
+    if fn.__name__ != "<lambda>":
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            tree = None
+        node = tree.body[0] if tree is not None and tree.body else None
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list:
+            return ast.unparse(node), node
+        raise ExportError(f"{where}: {fn.__name__} is not a plain def; give a def, a lambda or "
+                          f"an expression string")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:          # the lambda's line is part of a longer statement
+        tree = ast.parse("(\n" + text + "\n)") if text.strip() else None
+    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)] if tree else []
+    code = fn.__code__
+    same = [n for n in lambdas if _same_code(n, code)]
+    if len(same) != 1:
+        raise ExportError(f"{where}: the lambda cannot be told apart from the others on its line; "
+                          f"give a def or an expression string")
+    return ast.unparse(same[0]), same[0]
+
+
+def _same_code(node: ast.Lambda, code) -> bool:
+    try:
+        other = compile(ast.Expression(node), "<export>", "eval").co_consts[0]
+    except (SyntaxError, ValueError, IndexError, TypeError):
+        return False
+    return (getattr(other, "co_code", None) == code.co_code and
+            other.co_varnames == code.co_varnames and other.co_names == code.co_names)
+
+
+def _function(fn, where: str, params: set[str], alias: str, defs: list[str]) -> str:
+    """``alias(p, q)``: a call of ``fn`` (defined in ``defs`` as ``alias``) on the kernel
+    parameters it names."""
+    if fn.__code__.co_freevars:
+        raise ExportError(f"{where}: {fn.__name__} reads {', '.join(fn.__code__.co_freevars)} from "
+                          f"the function around it, which the package cannot see; write the "
+                          f"value in")
+    text, node = _function_source(fn, where)
+    names = [a.arg for a in node.args.posonlyargs + node.args.args]
+    if node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
+        raise ExportError(f"{where}: give {fn.__name__} plain parameters named after the kernel's")
+    unknown = [n for n in names if n not in params]
+    if unknown:
+        raise ExportError(f"{where}: {fn.__name__} takes {', '.join(unknown)}, which the kernel "
+                          f"has no parameter of; its parameters are {', '.join(sorted(params))}")
+    free = sorted(_names(node) - set(names) - NAMES)
+    if free:
+        raise ExportError(f"{where}: {fn.__name__} uses {', '.join(free)} from the notebook, which "
+                          f"the package cannot see; write the value in or pass it as a parameter")
+    if isinstance(node, ast.Lambda):
+        defs.append(f"{alias} = {text}")
+    else:
+        defs.append(f"{text}\n\n\n{alias} = {node.name}")
+    return f"{alias}({', '.join(names)})"
+
+
+def _rule(value, key: str, k: Kernel, params: set[str], defs: list[str]) -> tuple[str, str]:
+    """``(python expression, as given)`` of a grid, block or shared rule."""
+    where = f"{key} of {k.name}"
+    if isinstance(value, bool) or value is None:
+        raise ExportError(f"{where}: give an int, a tuple, an expression string or a function, "
+                          f"not {quote(value, 80)}")
+    if isinstance(value, int):
+        return repr(value), repr(value)
+    if isinstance(value, (tuple, list)) and value and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return repr(tuple(value)), repr(tuple(value))
+    if isinstance(value, str):
+        return _expression(value, where, params), value
+    if callable(value):
+        return _function(value, where, params, f"_{key}_{k.name}", defs), \
+            getattr(value, "__name__", "function")
+    raise ExportError(f"{where}: give an int, a tuple, an expression string or a function, not "
+                      f"{quote(value, 80)}")
+
+
+def _output(param: ParamSpec, spec, k: Kernel, inputs: set[str], tensors: list[str],
+            defs: list[str]) -> Output:
+    where = f"outputs of {k.name}: '{param.name}'"
+    dtype = None
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
+        spec, dtype = spec
+    if dtype is None:
+        if param.tensor is None:
+            raise ExportError(f"{where} is {param.declared}: no dtype follows from that; give "
+                              f"(shape, dtype), e.g. ('like x', 'float16')")
+        dtype = param.tensor[0]
+    device = tensors[0] if tensors else None
+    if isinstance(spec, str) and spec.strip().startswith("like "):
+        other = spec.strip()[5:].strip()
+        if other not in tensors:
+            raise ExportError(f"{where}: {quote(spec, 80)} names no input tensor; the op's "
+                              f"input tensors are {', '.join(tensors) or 'none'}")
+        return Output(param.name, f"{other}.shape", dtype, other, spec)
+    if isinstance(spec, str):
+        return Output(param.name, _expression(spec, where, inputs), dtype, device, spec)
+    if isinstance(spec, (tuple, list)) and all(isinstance(v, int) for v in spec):
+        return Output(param.name, repr(tuple(spec)), dtype, device, repr(tuple(spec)))
+    if callable(spec):
+        return Output(param.name, _function(spec, where, inputs, f"_shape_{k.name}_{param.name}",
+                                            defs), dtype, device,
+                      getattr(spec, "__name__", "function"))
+    raise ExportError(f"{where}: give 'like NAME', a shape expression ('(m, n)'), a tuple of "
+                      f"ints or a function of the inputs, not {quote(spec, 80)}")
+
+
+def rules_for(k: Kernel, options: dict) -> Rules:
+    """One kernel's :class:`Rules` from its options (``grid``, ``block``, ``shared``,
+    ``outputs``), each checked against the kernel's parameters."""
+    unknown = sorted(set(options) - set(_KEYS))
+    if unknown:
+        raise ExportError(f"{k.name}: no option {', '.join(unknown)}; a torch op takes "
+                          f"{', '.join(_KEYS)}")
+    for p in k.params:
+        if p.kind not in ("pointer", "scalar") or (p.kind == "pointer" and p.pointer != 1):
+            raise ExportError(f"{k.name}: parameter '{p.name}' ({p.declared}) is a {p.kind if p.pointer < 2 else 'pointer to a pointer'}; "
+                              f"a torch op passes tensors and numbers: export it as 'cubin' "
+                              f"(kernel.h and kernel.py take any parameter)")
+    outputs = options.get("outputs") or {}
+    if not isinstance(outputs, dict):
+        raise ExportError(f"outputs of {k.name}: a dict, parameter -> 'like x' or a shape, not "
+                          f"{quote(outputs, 80)}")
+    by_name = {p.name: p for p in k.params}
+    for name in outputs:
+        p = by_name.get(name)
+        if p is None or p.kind != "pointer" or p.const:
+            what = "not a parameter" if p is None else f"'{p.declared}', not a non-const pointer"
+            raise ExportError(f"outputs of {k.name}: {quote(name, 80)} is {what}; outputs are "
+                              f"pointers the kernel writes: "
+                              f"{', '.join(q.name for q in k.params if q.kind == 'pointer' and not q.const) or 'none'}")
+    inputs = {p.name for p in k.params if p.name not in outputs}
+    tensors = [p.name for p in k.params if p.kind == "pointer" and p.name not in outputs]
+    defs: list[str] = []
+    outs = tuple(_output(by_name[n], spec, k, inputs, tensors, defs) for n, spec in outputs.items())
+    params = {p.name for p in k.params}
+    given = {}
+    exprs = {}
+    for key in ("grid", "block", "shared"):
+        if key not in options or options[key] is None:
+            if key == "shared":
+                exprs[key], given[key] = "0", "0"
+                continue
+            raise ExportError(f"{k.name}: give {key}= for the torch op: an int or tuple "
+                              f"({'256' if key == 'block' else '(64, 1, 1)'}), an expression of "
+                              f"the parameters ('cdiv(n, 256)') or a function of them")
+        exprs[key], given[key] = _rule(options[key], key, k, params, defs)
+    given["outputs"] = {o.param: o.spec for o in outs}
+    return Rules(exprs["grid"], exprs["block"], exprs["shared"], outs, tuple(defs), given)

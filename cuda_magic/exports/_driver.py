@@ -183,7 +183,7 @@ def bf16(x):
     """The bits of ``x`` as a bfloat16, rounded to nearest even (what ``__float2bfloat16`` does)."""
     (u,) = struct.unpack("<I", struct.pack("<f", x))
     if (u & 0x7F800000) == 0x7F800000 and u & 0x7FFFFF:
-        return (u >> 16) | 0x40                     # NaN stays NaN
+        return 0x7FC0 | ((u >> 16) & 0x8000)        # NaN stays NaN (the quiet one, its sign)
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
 
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import io
+import linecache
 import textwrap
+import tokenize
 from dataclasses import dataclass
 
 from ..errors import ExportError, quote
@@ -100,17 +103,57 @@ def _function_source(fn, where: str) -> tuple[str, ast.AST]:
             return ast.unparse(node), node
         raise ExportError(f"{where}: {fn.__name__} is not a plain def; give a def, a lambda or "
                           f"an expression string")
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:          # the lambda's line is part of a longer statement
-        tree = ast.parse("(\n" + text + "\n)") if text.strip() else None
-    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)] if tree else []
     code = fn.__code__
-    same = [n for n in lambdas if _same_code(n, code)]
+    same = [node for node in _lambdas(text) if _same_code(node, code)]
+    if not same:             # a lambda over several lines: getsource gave its first line only
+        lines = linecache.getlines(code.co_filename)[code.co_firstlineno - 1:][:200]
+        same = [node for node in _lambdas("".join(lines)) if _same_code(node, code)]
     if len(same) != 1:
         raise ExportError(f"{where}: the lambda cannot be told apart from the others on its line; "
                           f"give a def or an expression string")
     return ast.unparse(same[0]), same[0]
+
+
+def _lambdas(text: str) -> list[ast.Lambda]:
+    """Every lambda in ``text`` (lines that may be part of a longer statement: a dict entry, a
+    call's argument), each read from its ``lambda`` to the comma or bracket that ends it."""
+    lines = text.splitlines(keepends=True)
+    starts = [sum(map(len, lines[:t.start[0] - 1])) + t.start[1] for t in _tokens(text)
+              if t.type == tokenize.NAME and t.string == "lambda"]
+    out = []
+    for start in starts:
+        rest = text[start:]
+        depth, end, body = 0, len(rest), False
+        rest_lines = rest.splitlines(keepends=True)
+        for t in _tokens(rest):
+            if t.type == tokenize.OP and t.string in "([{":
+                depth += 1
+            elif t.type == tokenize.OP and t.string in ")]}":
+                depth -= 1
+            elif depth == 0 and t.type == tokenize.OP and t.string == ":":
+                body = True                        # past the parameters
+            if depth < 0 or (depth == 0 and body and t.type == tokenize.OP and t.string == ",") or \
+                    (depth == 0 and t.type in (tokenize.NEWLINE, tokenize.ENDMARKER)):
+                end = sum(map(len, rest_lines[:t.start[0] - 1])) + t.start[1]
+                break
+        try:
+            node = ast.parse(rest[:end].strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, ast.Lambda):
+            out.append(node)
+    return out
+
+
+def _tokens(text: str) -> list:
+    """The tokens of ``text`` as far as they can be read (a fragment may end mid-bracket)."""
+    out = []
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            out.append(t)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return out
 
 
 def _same_code(node: ast.Lambda, code) -> bool:

@@ -1,4 +1,4 @@
-"""How an :class:`~cuda_magic.exports.export.Exported` (``cuda_magic.export``, ``%cuda_export``)
+"""How an :class:`~cuda_magic.exports.exporting.Exported` (``cuda_magic.export``, ``%cuda_export``)
 looks: where it went, each op's schema (torch, wheel), each build (arch, compiler, sha256,
 registers and spills per kernel), the files with their sizes, and the lines that use it.
 Plain text (terminal, ``show``) and static HTML (notebooks, nbconvert); everything quoted is
@@ -94,7 +94,7 @@ def html(e) -> str:
 
 
 class ExportView:
-    """The view of an :class:`~cuda_magic.exports.export.Exported`: ``text()`` and
+    """The view of an :class:`~cuda_magic.exports.exporting.Exported`: ``text()`` and
     ``_repr_html_()``."""
 
     def __init__(self, exported):

@@ -62,7 +62,7 @@ VIEWS: tuple[View, ...] = (
          "text/html", "a verify() Verdict"),
     View("cuda_magic.variants.tune", "Tuning", "cuda_magic.display.tune:TuneView", "mimebundle",
          "a %%cuda_tune Tuning"),
-    View("cuda_magic.exports.export", "Exported", "cuda_magic.display.export:ExportView",
+    View("cuda_magic.exports.exporting", "Exported", "cuda_magic.display.export:ExportView",
          "text/html", "an export() Exported"),
     View("cuda_magic.runtime.bench", "Timing", f"{_MEASURE}:TimingView", "text/html",
          "a Timing"),

@@ -8,7 +8,7 @@ ctypes).  No CUDA here; everything loads when first used.  See docs/export.md.
 
 __all__ = ["export", "Exported"]
 
-_LAZY = {"export": "export", "Exported": "export"}
+_LAZY = {"export": "exporting", "Exported": "exporting"}
 
 
 def __getattr__(name: str):

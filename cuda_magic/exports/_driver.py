@@ -179,9 +179,14 @@ def dims(v, what="grid"):
     return t + (1,) * (3 - len(t))
 
 
-def bf16(x):
-    """The bits of ``x`` as a bfloat16, rounded to nearest even (what ``__float2bfloat16`` does)."""
-    (u,) = struct.unpack("<I", struct.pack("<f", x))
+def bf16(x, name="value"):
+    """The bits of ``x`` as a bfloat16, rounded to nearest even (what ``__float2bfloat16`` does;
+    through float32, as the notebook's launch converts it).  Beyond float32's range it is an
+    OverflowError naming parameter ``name``, as in the notebook."""
+    try:
+        (u,) = struct.unpack("<I", struct.pack("<f", x))
+    except OverflowError:
+        raise OverflowError(f"parameter '{name}': {x!r} is out of range for bfloat16") from None
     if (u & 0x7F800000) == 0x7F800000 and u & 0x7FFFFF:
         return 0x7FC0 | ((u >> 16) & 0x8000)        # NaN stays NaN (the quiet one, its sign)
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
@@ -287,7 +292,7 @@ class Kernel:
         with self._lock:
             try:
                 self._struct.pack_into(self._buffer, 0, *values)
-            except struct.error:
+            except (struct.error, OverflowError):
                 raise self._bad_values(values) from None
             err = lib.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, self._address, None)
             if err == _INVALID_CONTEXT:             # a thread that never used this GPU
@@ -322,7 +327,7 @@ class Kernel:
             if kind == "p":
                 v = pointer(v, name)
             elif kind == "b":
-                v = bf16(v)
+                v = bf16(v, name)
             elif kind[0] == "s":                       # "s16": a struct of 16 bytes
                 v = bytes(v)
                 if len(v) != int(kind[1:]):
@@ -340,7 +345,7 @@ class Kernel:
                 if code == "s" and len(value) != int(n):
                     raise struct.error(f"it is {len(value)} bytes; the kernel takes {n}")
                 struct.pack("=" + n + code, value)
-            except (struct.error, TypeError) as e:
+            except (struct.error, TypeError, OverflowError) as e:
                 return TypeError(f"{self.name}({self.signature}): parameter '{name}' cannot take "
                                  f"{value!r}: {e}")
         return TypeError(f"{self.name}({self.signature}): takes {len(self.params)} values, "

@@ -25,7 +25,7 @@ def _build(b, kernels) -> dict:
     r = b.result
     res = {}
     for k in kernels:
-        if any(x is b for x in k.builds):
+        if any(x.file == b.file for x in k.builds):
             one = r.resources.get(k.symbol)
             res[k.name] = {f: getattr(one, f) for f in _RESOURCES} if one is not None else None
     return {"file": b.file, "arch": b.arch, "format": b.format, "sha256": b.sha256,

@@ -104,24 +104,36 @@ def _function_source(fn, where: str) -> tuple[str, ast.AST]:
         raise ExportError(f"{where}: {fn.__name__} is not a plain def; give a def, a lambda or "
                           f"an expression string")
     code = fn.__code__
-    same = [node for node in _lambdas(text) if _same_code(node, code)]
-    if not same:             # a lambda over several lines: getsource gave its first line only
-        lines = linecache.getlines(code.co_filename)[code.co_firstlineno - 1:][:200]
-        same = [node for node in _lambdas("".join(lines)) if _same_code(node, code)]
+    lines = linecache.getlines(code.co_filename)[code.co_firstlineno - 1:][:200]
+    found = [(node, col) for node, col in _lambdas("".join(lines)) if _same_code(node, code)]
+    if len(found) > 1:       # alike in names and constants: the one whose body starts there
+        at = _body_column(code)
+        found = [(n, c) for n, c in found if c == at] or found
+    same = [n for n, _ in found]
+    if len(same) > 1 and len({ast.dump(n) for n in same}) == 1:
+        same = same[:1]      # the same lambda written twice: either is it
     if len(same) != 1:
         raise ExportError(f"{where}: the lambda cannot be told apart from the others on its line; "
                           f"give a def or an expression string")
     return ast.unparse(same[0]), same[0]
 
 
-def _lambdas(text: str) -> list[ast.Lambda]:
+def _body_column(code) -> int | None:
+    """The column where the code's first instruction on its first line starts (Python 3.11+)."""
+    cols = [c for line, _, c, e in getattr(code, "co_positions", lambda: ())()
+            if line == code.co_firstlineno and c is not None and e is not None and e > c]
+    return min(cols) if cols else None
+
+
+def _lambdas(text: str) -> list[tuple[ast.Lambda, int | None]]:
     """Every lambda in ``text`` (lines that may be part of a longer statement: a dict entry, a
-    call's argument), each read from its ``lambda`` to the comma or bracket that ends it."""
+    call's argument), each read from its ``lambda`` to the comma or bracket that ends it, with
+    the column its body starts at on the first line (None for a lambda further down)."""
     lines = text.splitlines(keepends=True)
-    starts = [sum(map(len, lines[:t.start[0] - 1])) + t.start[1] for t in _tokens(text)
+    starts = [(sum(map(len, lines[:t.start[0] - 1])) + t.start[1], t.start) for t in _tokens(text)
               if t.type == tokenize.NAME and t.string == "lambda"]
     out = []
-    for start in starts:
+    for start, (row, col) in starts:
         rest = text[start:]
         depth, end, body = 0, len(rest), False
         rest_lines = rest.splitlines(keepends=True)
@@ -141,7 +153,8 @@ def _lambdas(text: str) -> list[ast.Lambda]:
         except SyntaxError:
             continue
         if isinstance(node, ast.Lambda):
-            out.append(node)
+            first = row == 1 and node.body.lineno == 1
+            out.append((node, col + node.body.col_offset if first else None))
     return out
 
 
@@ -157,17 +170,28 @@ def _tokens(text: str) -> list:
 
 
 def _same_code(node: ast.Lambda, code) -> bool:
+    """Whether ``node`` compiles to a lambda with ``code``'s parameters, names and constants
+    (bytecode itself depends on where a lambda was compiled, so it is not compared)."""
     try:
         other = compile(ast.Expression(node), "<export>", "eval").co_consts[0]
     except (SyntaxError, ValueError, IndexError, TypeError):
         return False
-    return (getattr(other, "co_code", None) == code.co_code and
-            other.co_varnames == code.co_varnames and other.co_names == code.co_names)
+    return (other.co_varnames == code.co_varnames and other.co_names == code.co_names
+            and other.co_argcount == code.co_argcount
+            and _consts(other.co_consts) == _consts(code.co_consts))
+
+
+def _consts(consts) -> tuple:
+    return tuple(_consts(c.co_consts) + (c.co_names,) if hasattr(c, "co_consts") else (type(c), c)
+                 for c in consts)
 
 
 def _function(fn, where: str, params: set[str], alias: str, defs: list[str]) -> str:
     """``alias(p, q)``: a call of ``fn`` (defined in ``defs`` as ``alias``) on the kernel
     parameters it names."""
+    if not hasattr(fn, "__code__"):
+        raise ExportError(f"{where}: {quote(fn, 80)} is not a def or a lambda, so the package "
+                          f"cannot hold its source; give a def, a lambda or an expression string")
     if fn.__code__.co_freevars:
         raise ExportError(f"{where}: {fn.__name__} reads {', '.join(fn.__code__.co_freevars)} from "
                           f"the function around it, which the package cannot see; write the "

@@ -39,7 +39,7 @@ TORCH_DTYPES: dict[str, tuple[str, int]] = {
     "char4": ("int8", 4), "uchar4": ("uint8", 4), "short2": ("int16", 4),
 }
 # names the generated Python keeps for itself: a C parameter so named gets a trailing "_"
-RESERVED = frozenset({"torch", "cdiv", "math", "self"})
+RESERVED = frozenset({"torch", "cdiv", "math", "self", "_dev"})
 _EXTENSIONS = {"cubin": "cubin", "fatbin": "fatbin", "ptx": "ptx"}
 
 

@@ -203,3 +203,13 @@ def _with_commas(text: str) -> str:
     for col in reversed(inserts):
         text = text[:col].rstrip() + ", " + text[col:]
     return text
+
+
+def keywords_of(fn, magic: str, options: dict, first: int = 0) -> None:
+    """A UsageError naming the option when ``options`` has a keyword ``fn`` does not take."""
+    import inspect
+    params = list(inspect.signature(fn).parameters.values())[first:]
+    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD]
+    unknown = [k for k in options if k not in names]
+    if unknown:
+        raise UsageError(f"{magic}: no option {', '.join(unknown)}; it takes {', '.join(names)}")

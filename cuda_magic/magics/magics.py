@@ -481,10 +481,11 @@ class CudaMagics(Magics):
             %cuda_export m cubin out/scale
             %cuda_export scale wheel build/scale_ops grid=lambda n: cdiv(n, 256) block=256
         """
-        from ..exports import export
+        from ..exports.exporting import export
         if not line.strip() or line.strip() in ("-h", "--help"):
             _args.parse(self.cuda_export, line)
         obj, fmt, path, options = _args.export_line(self.shell.user_ns, line)
+        _args.keywords_of(export, "%cuda_export", options, first=3)
         return export(obj, fmt, path, **options)
 
     @staticmethod

@@ -15,7 +15,8 @@ from .text import table as text_table
 __all__ = ["ExportView", "text", "html", "usage"]
 
 _TABLE = "border-collapse: collapse; font-size: 12px; margin: 4px 0"
-_CELL = "padding: 1px 8px; text-align: left; border-bottom: 1px solid rgba(128,128,128,0.3)"
+_CELL = ("padding: 1px 8px; text-align: left; white-space: nowrap; "
+         "border-bottom: 1px solid rgba(128,128,128,0.3)")
 _MONO = "font-family: var(--jp-code-font-family, monospace)"
 
 
@@ -77,19 +78,22 @@ def _html_table(head, rows, mono=(0, 3)) -> str:
     body = "".join("<tr>" + "".join(
         f'<td style="{_CELL}{"; " + _MONO if i in mono else ""}">{escape(c)}</td>'
         for i, c in enumerate(r)) + "</tr>" for r in rows)
-    return f'<table style="{_TABLE}"><tr>{th}</tr>{body}</table>'
+    return (f'<div class="cm-scroll" style="overflow-x: auto"><table style="{_TABLE}"><tr>{th}</tr>'
+            f'{body}</table></div>')
 
 
 def html(e) -> str:
     parts = [f'<div class="cuda-magic-export"><div style="font-weight: bold">'
              f'{escape(_title(e))}</div>']
     if e.ops:
-        ops = "".join(f'<div style="{_MONO}">{escape(s)}</div>' for s in e.ops.values())
-        parts.append(f'<div style="margin: 4px 0">{ops}</div>')
+        ops = "".join(f'<div style="white-space: pre; {_MONO}">{escape(s)}</div>'
+                      for s in e.ops.values())
+        parts.append(f'<div class="cm-scroll" style="margin: 4px 0; overflow-x: auto">{ops}</div>')
     parts.append(_html_table(*_builds(e)))
     parts.append(_html_table(*_files(e), mono=(0, 2)))
     use = "\n".join(usage(e))
-    parts.append(f'<pre style="margin: 4px 0; {_MONO}">{escape(use)}</pre></div>')
+    parts.append(f'<pre class="cm-scroll" style="margin: 4px 0; overflow-x: auto; {_MONO}">'
+                 f'{escape(use)}</pre></div>')
     return "".join(parts)
 
 

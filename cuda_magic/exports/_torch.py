@@ -18,6 +18,7 @@ def cdiv(a, b):
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_get_device = getattr(torch._C, "_cuda_getDevice", None)      # current_device() less its checks
 
 
 def stream(dev):
@@ -64,7 +65,7 @@ def launch(kernel, dev, grid, block, shared, *values):
     """Launch on GPU ``dev`` on PyTorch's current stream there (the GPU made current for the
     launch when it is not)."""
     g, b = _driver.dims(grid, "grid"), _driver.dims(block, "block")
-    if dev != torch.cuda.current_device():
+    if dev != (_get_device() if _get_device is not None else torch.cuda.current_device()):
         with torch.cuda.device(dev):
             kernel.launch(dev, *g, *b, shared, stream(dev), *values)
         return

@@ -195,8 +195,13 @@ def _read(file, sha256):
     return data
 
 
+_BUILDS = {{}}     # file -> its Build: kernels of one build share one loaded library, as in the cell
+
+
 def _build(arch, fmt, file, sha256):
-    return _driver.Build(arch, fmt, lambda: _read(file, sha256))
+    if file not in _BUILDS:
+        _BUILDS[file] = _driver.Build(arch, fmt, lambda: _read(file, sha256))
+    return _BUILDS[file]
 
 
 '''

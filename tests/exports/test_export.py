@@ -215,6 +215,26 @@ def test_manifest_lists_every_kernel_of_a_shared_build(multi, tmp_path):
                 assert b["kernels"][name]["registers"] == r.resources[name].registers
 
 
+def test_kernels_of_one_build_share_its_loaded_library(multi, tmp_path):
+    """The cell's kernels share a module (and its __device__ globals): in the export they share
+    one Build per file, so the binary loads once and its globals are the kernels' own."""
+    e = export(multi, "cubin", tmp_path / "shared_c")
+    sys.path.insert(0, e.path)
+    try:
+        kernel = importlib.import_module("kernel")
+        for a, b in zip(kernel.split.builds, kernel.scalars.builds):
+            assert a is b and a.arch == b.arch
+        assert len({id(b) for k in (kernel.split, kernel.scalars, kernel.nothing)
+                    for b in k.builds}) == len(ARCHS)
+    finally:
+        sys.path.remove(e.path)
+        sys.modules.pop("kernel", None)
+    pytest.importorskip("torch")
+    e = export(multi, "torch", tmp_path / unique("shared"), grid=1, block=32)
+    with imported(pathlib.Path(e.path).parent, e.name) as pkg:
+        assert [id(b) for b in pkg._K_split.builds] == [id(b) for b in pkg._K_nothing.builds]
+
+
 # --- 2. the same module gives the same bytes ---------------------------------------------------
 
 def test_exports_are_byte_reproducible(saxpy, multi, tmp_path):

@@ -40,6 +40,7 @@ class Case:
     run: Callable | None = None     # GPU check: run(module) launches and asserts against NumPy
     aliases: dict = field(default_factory=dict)   # another spelling -> python name
     structs: dict = field(default_factory=dict)   # by-value struct parameter type -> size in bytes
+    arch: str | None = None         # an arch the case needs instead of the tests' (sm_100a)
 
     @property
     def id(self) -> str:
@@ -491,6 +492,82 @@ def run_wgmma_regs(m):
     np.testing.assert_array_equal(out2, x)
 
 
+def _tensor_map(drv, ptr, dtype: str, rows: int, cols: int, itemsize: int, box: tuple,
+                swizzle: str = "NONE") -> bytes:
+    """A 2-D tiled CUtensorMap over the row-major (rows, cols) array at device address ``ptr``,
+    box (box_cols, box_rows), as the 128 bytes a ``__grid_constant__ CUtensorMap`` takes."""
+    T = drv.CUtensorMapDataType, drv.CUtensorMapInterleave, drv.CUtensorMapSwizzle, \
+        drv.CUtensorMapL2promotion, drv.CUtensorMapFloatOOBfill
+    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    err, tmap = drv.cuTensorMapEncodeTiled(
+        getattr(T[0], f"CU_TENSOR_MAP_DATA_TYPE_{dtype}"), u32(2), ptr,
+        [u64(cols), u64(rows)], [u64(cols * itemsize)], [u32(box[0]), u32(box[1])],
+        [u32(1), u32(1)], T[1].CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(T[2], f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"), T[3].CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        T[4].CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    assert int(err) == 0, err
+    return ctypes.string_at(tmap.getPtr(), 128)
+
+
+def _on_device(drv, array: np.ndarray):
+    """A device copy of ``array`` in device 0's primary context (made current): its address."""
+    err, ctx = drv.cuCtxGetCurrent()
+    if int(ctx) == 0:
+        drv.cuCtxSetCurrent(drv.cuDevicePrimaryCtxRetain(drv.cuDeviceGet(0)[1])[1])
+    err, ptr = drv.cuMemAlloc(array.nbytes)
+    assert int(err) == 0, err
+    (err,) = drv.cuMemcpyHtoD(ptr, array.ctypes.data, array.nbytes)
+    assert int(err) == 0, err
+    return ptr
+
+
+def run_tma_wgmma_gemm(m):
+    import ml_dtypes
+    from cuda.bindings import driver as drv
+    M, N, K = 128, 192, 256
+    r = _rng(31)
+    a = r.standard_normal((M, K), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    b = r.standard_normal((N, K), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    m.load()
+    pa, pb = _on_device(drv, a), _on_device(drv, b)
+    try:
+        ta = _tensor_map(drv, pa, "BFLOAT16", M, K, 2, (64, 64), "128B")
+        tb = _tensor_map(drv, pb, "BFLOAT16", N, K, 2, (64, 64), "128B")
+        c = np.zeros((M, N), np.float32)
+        m["tma_wgmma_gemm"][(N // 64, M // 64), 128](ta, tb, c, M, N, K)
+        ref = a.astype(np.float64) @ b.astype(np.float64).T
+        _close(c, ref, 1e-3, 1e-3 * np.abs(ref).max(), "tma_wgmma_gemm")
+    finally:
+        drv.cuMemFree(pa)
+        drv.cuMemFree(pb)
+
+
+def run_warp_specialized(m):
+    from cuda.bindings import driver as drv
+    tiles = 16                                 # two blocks of eight 32 x 32 tiles
+    x = _rng(32).standard_normal((tiles * 32, 32), dtype=np.float32)
+    m.load()
+    px = _on_device(drv, x)
+    try:
+        t = _tensor_map(drv, px, "FLOAT32", tiles * 32, 32, 4, (32, 32))
+        # not ws_scale_greedy: it asks for more registers than the SM has, and would hang
+        for name, block in (("ws_scale_regs", 256), ("ws_scale", 256)):
+            out = np.zeros_like(x)
+            m[name][tiles // 8, block](t, out, -0.5)
+            np.testing.assert_array_equal(out, np.float32(-0.5) * x, err_msg=name)
+    finally:
+        drv.cuMemFree(px)
+
+
+def run_cluster_dsmem(m):
+    n = 8 * 256
+    x = _rng(33).standard_normal(n, dtype=np.float32)
+    out = np.zeros_like(x)
+    m["cluster_swap"][n // 256, 256](x, out, n)
+    want = x.reshape(-1, 2, 256)[:, ::-1].reshape(-1)     # each pair of blocks swaps its slices
+    np.testing.assert_array_equal(out, want)
+
+
 def run_pipeline_concepts(m):
     n = 1000
     x = _rng(25).integers(0, 2**62, n, dtype=np.uint64)
@@ -625,6 +702,17 @@ CASES: tuple[Case, ...] = (
     Case("wgmma_regs.cu", {"specialized_scale": 4, "fenced_copy": 3},
          {"specialized_scale": "_Z17specialized_scalePKfPffi", "fenced_copy": "_Z11fenced_copyPKfPfi"},
          run=run_wgmma_regs),
+    Case("tma_wgmma_gemm.cu", {"tma_wgmma_gemm": 6}, {"tma_wgmma_gemm": "tma_wgmma_gemm"},
+         structs={"CUtensorMap": 128}, run=run_tma_wgmma_gemm),
+    Case("warp_specialized.cu", {"ws_scale_regs": 3, "ws_scale": 3, "ws_scale_greedy": 3},
+         {"ws_scale_regs": "ws_scale_regs", "ws_scale": "ws_scale",
+          "ws_scale_greedy": "ws_scale_greedy"}, structs={"CUtensorMap": 128},
+         run=run_warp_specialized),
+    Case("cluster_dsmem.cu", {"cluster_swap": 3}, {"cluster_swap": "cluster_swap"},
+         run=run_cluster_dsmem),
+    # Blackwell only: compiled and inspected here; the GPU machine (an H200) cannot run it
+    Case("tcgen05_mma.cu", {"tcgen05_gemm": 6}, {"tcgen05_gemm": "tcgen05_gemm"},
+         structs={"CUtensorMap": 128}, arch="sm_100a"),
     Case("pipeline_concepts.cu", {"staged_twice": 3, "axpb_float": 5, "axpb_int": 5},
          {"staged_twice": "_Z12staged_twicePKmPmi", "axpb_float": "_Z4axpbIfEvPKT_PS0_S0_S0_i",
           "axpb_int": "_Z4axpbIiEvPKT_PS0_S0_S0_i"}, run=run_pipeline_concepts),
@@ -670,5 +758,5 @@ def build_case(case: Case, compiler: str):
     if reason:
         pytest.skip(reason)
     extra = {compiler: shlex.join(case.flags)} if case.flags else {}
-    return cuda_magic.build(case.text, cuda_magic.line_config(arch=ARCH, compiler=compiler, **extra),
-                            load=False)
+    return cuda_magic.build(case.text, cuda_magic.line_config(arch=case.arch or ARCH,
+                                                              compiler=compiler, **extra), load=False)

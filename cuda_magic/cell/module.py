@@ -195,6 +195,17 @@ class Module:
                 pass
         return occ
 
+    def pipeline(self, kernel: str, arch: str | None = None):
+        """The async pipeline of ``kernel`` (:class:`cuda_magic.inspect.pipeline.Pipeline`) in
+        the build it is bound to, or with ``arch`` its build for that arch: TMA, wgmma,
+        tcgen05, mbarrier, cluster and setmaxnreg instructions counted from the SASS, the
+        setmaxnreg budget, ``__cluster_dims__``, and warnings.  No GPU needed."""
+        from ..inspect.pipeline import pipeline
+        name = self._name(kernel)
+        python = {k.name: n for n, k in self.python_names().items()}[name]
+        return pipeline(self.result_of(name, arch), self.kernels[name].symbol, python,
+                        self.source)
+
     def lines(self, kernel: str):
         """The per-line cost of ``kernel`` (:func:`cuda_magic.inspect.lines.lines`): live
         registers, spills and instructions per source line."""

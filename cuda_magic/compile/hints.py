@@ -3,6 +3,7 @@
 - :func:`log_hints`: the standard header that declares a name the compiler did not know,
   ``cub::Device*`` under NVRTC, what a device-side launch needs;
 - :func:`missing_hint`: how to get an ``#include`` that was not found;
+- :func:`arch_hint`: the arch-specific target (``sm_90a``, ``sm_100a``) an instruction needs;
 - :func:`annotate`: all of them for one failed compile, with where a missing include was
   looked for, failures with a known cause outside the cell, and an older CCCL.
 """
@@ -17,7 +18,7 @@ from . import headers
 from .cheaders import INT_NAMES, SINCE, words
 from .stdheaders import _CXX
 
-__all__ = ["log_hints", "missing_hint", "DEVICE_LAUNCH", "annotate"]
+__all__ = ["log_hints", "missing_hint", "DEVICE_LAUNCH", "annotate", "arch_hint"]
 
 # --- a hint for what nvcc lacks too ------------------------------------------------
 
@@ -138,9 +139,31 @@ _KNOWN = (
 )
 
 
+_NOT_ON_TARGET = re.compile(r"Instruction '((wgmma|setmaxnreg|tcgen05)[^']*)' not supported on "
+                            r"\.target '(sm_\d+[af]?)'")
+_FAMILY_NEEDS = {"wgmma": "sm_90a", "setmaxnreg": "sm_90a (Hopper) or sm_100a (Blackwell)",
+                 "tcgen05": "sm_100a or sm_100f (Blackwell)"}
+
+
+def arch_hint(log: str) -> str | None:
+    """What arch an instruction ptxas refused needs: ``wgmma`` and ``setmaxnreg`` the
+    arch-specific sm_90a, ``tcgen05`` Blackwell's sm_100a/sm_100f (None: no such refusal)."""
+    m = _NOT_ON_TARGET.search(log)
+    if m is None:
+        return None
+    instruction, family, target = m.groups()
+    needs = _FAMILY_NEEDS[family]
+    return (f"'{instruction}' is not on {target}: {family} needs {needs}, an arch-specific target "
+            f"(the 'a'/'f' suffix): --arch {needs.split()[0]}")
+
+
 def _known(exc, backend) -> None:
-    """Notes for failures with a known cause: :data:`_KNOWN`, the standard header that declares
-    an undefined name (:func:`log_hints`, both compilers), an older CCCL."""
+    """Notes for failures with a known cause: :data:`_KNOWN`, the arch an instruction needs
+    (:func:`arch_hint`), the standard header that declares an undefined name
+    (:func:`log_hints`, both compilers), an older CCCL."""
+    hint = arch_hint(exc.log)
+    if hint:
+        exc.note(hint)
     for line in log_hints(exc.log, nvrtc=backend.name == "nvrtc"):
         exc.note(line)
     for compiler, patterns, note in _KNOWN:

@@ -25,7 +25,7 @@ from .content import Build, Content, Entry, argv_text, content as content_of
 __all__ = ["view", "show", "lines"]
 
 WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source", "lines",
-        "archs")
+        "archs", "pipeline")
 
 
 class CellView:
@@ -93,6 +93,14 @@ class CellView:
                 kernel = _entry(self.content, kernel)[1].kernel.name
             return "\n".join(archs_text(self.obj, block, raw, kernel))
         c = self.content
+        if what == "pipeline":
+            from . import pipeline as pipeline_view
+            if kernel is not None:            # that kernel, in each build of it
+                def same(e, want=_entry(c, kernel)[1]):
+                    return (e.kernel or e).name == (want.kernel or want).name
+                c = Content(c.source, tuple(Build(b.result, tuple(filter(same, b.entries)))
+                                            for b in c.builds), c.templates, c.notes)
+            return pipeline_view.text(pipeline_view.of_content(c))
         picked = [_entry(c, kernel)] if kernel is not None else c.entries
         builds = list({id(b): b for b, _ in picked}.values()) if kernel is not None else list(c.builds)
         narrowed = Content(c.source, tuple(Build(b.result, tuple(e for bb, e in picked if bb is b))
@@ -264,6 +272,8 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
     winner, the table of candidates, the cell that reproduces the winner).  ``archs``: a
     cell built for several archs (``--arch sm_80,sm_90a``), its kernels' figures side by
     side per arch (occupancy at ``block`` threads) and the SASS diff of the first two archs.
+    ``pipeline``: each kernel's async pipeline from its SASS (TMA, wgmma, tcgen05, mbarrier,
+    cluster and setmaxnreg counts, a column per arch) with its warnings.
     SASS diffs normalise register numbering; ``raw=True`` compares the raw text.
 
     Examples::
@@ -273,6 +283,7 @@ def show(obj, what: str = "summary", kernel: str | None = None, file=None, *, ra
         cuda_magic.show(c, "sass")            # a comparison's SASS diffs
         cuda_magic.show(c, "sass", raw=True)  # ... with register numbers as they are
         cuda_magic.show(m, "archs")           # an arch list side by side
+        cuda_magic.show(m, "pipeline")        # TMA / wgmma / mbarrier / setmaxnreg per kernel
     """
     if not isinstance(what, str) or what not in (*WHAT, "numbers"):
         raise ShowError(f"what={quote(what, 80)}: choose one of {', '.join(WHAT)} (numbers: a "

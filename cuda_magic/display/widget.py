@@ -173,7 +173,8 @@ def cell_widget(view):
     # The Resources tab: ptxas figures and occupancy now; the hottest lines when first opened.
     hot = widgets.HTML(markup.note("hottest lines: computed when this tab is opened"), **style)
 
-    def fill_hot() -> None:
+    def fill_hot() -> None:       # and the async pipeline of a TMA/wgmma/tcgen05 cell
+        from . import pipeline as pipeline_view
         parts = []
         with live(hot, "reading the registers of each line (nvdisasm)"):
             for b, e in entries:
@@ -181,6 +182,11 @@ def cell_widget(view):
                     parts.append(hottest_html(e.name, view.lines_of(b, e)))
                 except Exception as exc:
                     parts.append(unavailable(exc, e.name))
+            if pipeline_view.worth_showing(c.source, [b.result.arch for b in c.builds]):
+                try:
+                    parts.append(pipeline_view.html(pipeline_view.of_content(c)))
+                except Exception as exc:
+                    parts.append(unavailable(exc, "the async pipeline"))
         hot.value = "".join(parts) or markup.note("no kernels in this cell")
     resources = widgets.VBox([widgets.HTML(markup.resources(c), **style), hot], **shared)
     children = [widgets.HTML(markup.config_of(c), **style), resources,

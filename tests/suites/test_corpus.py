@@ -97,7 +97,7 @@ def test_nvcc_emits_exactly_the_expected_entries(case):
         flags.append(f"-I{include_dir('cutlass')}")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "out.cubin")
-        argv = [find("nvcc"), f"-arch={ARCH}", "--cubin", "-std=c++17", *flags, "-o", cubin,
+        argv = [find("nvcc"), f"-arch={case.arch or ARCH}", "--cubin", "-std=c++17", *flags, "-o", cubin,
                 str(KERNELS / case.file)]
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-3000:]}"
@@ -111,7 +111,8 @@ def test_every_file_is_a_case():
     assert files == sorted(c.file for c in CASES)
     for case in CASES:
         n = len(case.text.splitlines())
-        assert 20 <= n <= 80, f"{case.file}: {n} lines"
+        # a cell's length (a Hopper/Blackwell GEMM's inline PTX, its 32 accumulators, needs ~100)
+        assert 20 <= n <= 110, f"{case.file}: {n} lines"
 
 
 def test_cute_under_nvrtc_says_why_it_fails_and_what_to_do():

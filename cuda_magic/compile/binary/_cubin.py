@@ -16,7 +16,9 @@ base, but ptxas aligns parameters to their *absolute* address in the bank, so on
 to more than 16 bytes (``alignas(32)``, a ``CUtensorMap`` at 128) can sit elsewhere than
 the PTX layout says, and differently per arch.  The cubin's offsets are the driver's: they
 equal ``cuFuncGetParamInfo`` for every kernel of the tests (H200, driver 580).
-``__launch_bounds__(N)`` is ``EIATTR_MAX_THREADS`` (0x05): ``u32 x, y, z`` = ``N, 1, 1``.
+``__launch_bounds__(N)`` is ``EIATTR_MAX_THREADS`` (0x05): ``u32 x, y, z`` = ``N, 1, 1``;
+``__cluster_dims__(x, y, z)`` is ``EIATTR_CTA_PER_CLUSTER`` (0x3d), three u32s too (with
+``EIATTR_EXPLICIT_CLUSTER``, 0x3e, beside it).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _EIATTR_KPARAM_INFO = 0x17
 _EIATTR_CBANK_PARAM_SIZE = 0x19
 _EIATTR_KPARAM_INFO_V2 = 0x45
 _EIATTR_MAX_THREADS = 0x05
+_EIATTR_CTA_PER_CLUSTER = 0x3d
 
 
 def _entry_infos(data: bytes):
@@ -61,19 +64,30 @@ def cubin_entries(data: bytes) -> list[tuple[str, tuple[tuple[int, int], ...] | 
         raise BinaryFormatError(f"truncated or malformed cubin ({e})") from None
 
 
-def max_threads(data: bytes) -> dict[str, int]:
-    """``{symbol: threads}``: the ``__launch_bounds__`` maximum block size of each kernel entry
-    of an ELF64 cubin that has one."""
+def _dims_of(data: bytes, attribute: int) -> dict[str, tuple[int, int, int]]:
+    """``{symbol: (x, y, z)}`` of each kernel entry whose ``.nv.info`` has ``attribute`` as three
+    u32s."""
     try:
         out = {}
         for name, info in _entry_infos(data):
             for attr, value in _eiattrs(info or b""):
-                if attr == _EIATTR_MAX_THREADS and isinstance(value, bytes) and len(value) >= 12:
-                    x, y, z = struct.unpack_from("<III", value)
-                    out[name] = x * y * z
+                if attr == attribute and isinstance(value, bytes) and len(value) >= 12:
+                    out[name] = struct.unpack_from("<III", value)
         return out
     except (struct.error, IndexError) as e:
         raise BinaryFormatError(f"truncated or malformed cubin ({e})") from None
+
+
+def max_threads(data: bytes) -> dict[str, int]:
+    """``{symbol: threads}``: the ``__launch_bounds__`` maximum block size of each kernel entry
+    of an ELF64 cubin that has one."""
+    return {name: x * y * z for name, (x, y, z) in _dims_of(data, _EIATTR_MAX_THREADS).items()}
+
+
+def cluster_dims(data: bytes) -> dict[str, tuple[int, int, int]]:
+    """``{symbol: (x, y, z)}``: the ``__cluster_dims__`` of each kernel entry that has them
+    (``EIATTR_CTA_PER_CLUSTER``)."""
+    return _dims_of(data, _EIATTR_CTA_PER_CLUSTER)
 
 
 def _eiattrs(info: bytes):

@@ -1,0 +1,108 @@
+"""The async-pipeline table (:mod:`cuda_magic.inspect.pipeline`) as text and HTML: one column
+per build of a kernel (each arch of an arch list, each variant of a comparison), one row per
+stage any of them uses, then setmaxnreg, warpgroups, cluster, registers and static shared
+memory, then the warnings.  ``show(m, "pipeline")`` prints it; the Resources tab shows it
+for a cell whose source uses the async machinery (:func:`worth_showing`).
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from ..inspect.pipeline import ROWS, Pipeline, pipeline
+from . import markup
+from .text import table as text_table
+
+__all__ = ["text", "html", "worth_showing", "of_module", "of_content", "columns_text"]
+
+# what in a cell's source says it has an async pipeline to show (cheap: no tool runs without it)
+_HINTS = re.compile(r"cp\.async\.bulk|wgmma|tcgen05|mbarrier|setmaxnreg|__cluster_dims__|"
+                    r"CUtensorMap|cluster_group|cuda::barrier|cuda::pipeline|griddepcontrol|"
+                    r"cudaGridDependencySynchronize|cute::|cutlass::")
+_WHAT = {name: what for name, what, _ in ROWS}
+
+
+def worth_showing(source: str, archs) -> bool:
+    """Whether a cell's Resources tab gets the pipeline table: an sm_90+ build and a source that
+    uses TMA, wgmma, tcgen05, mbarriers, setmaxnreg, clusters or PDL."""
+    new = any(re.fullmatch(r"sm_(9|1\d)\d[af]?", a or "") for a in archs)
+    return new and _HINTS.search(source or "") is not None
+
+
+def of_module(m, kernel: str | None = None) -> dict[str, dict[str, Pipeline]]:
+    """``{kernel: {arch: Pipeline}}`` for every kernel (or ``kernel``) of a Module, each arch of
+    its arch list."""
+    from ..compile.compiler import NoKernelError
+    names = [m[kernel].name] if kernel is not None else list(m.kernels)
+    py = {k.name: n for n, k in m.python_names().items()}
+    out = {}
+    for name in names:
+        k = m.kernels[name]
+        per = {}
+        for arch in m.archs:
+            try:
+                r = m.result_of(name, arch)
+            except NoKernelError:
+                continue
+            per[arch] = pipeline(r, k.symbol, py.get(name, name), m.source)
+        out[name] = per
+    return out
+
+
+def of_content(c) -> dict[str, dict[str, Pipeline]]:
+    """``{kernel: {arch: Pipeline}}`` over a view's Content (every build of each kernel)."""
+    out: dict = {}
+    for b, e in c.entries:
+        if e.symbol:
+            name = e.kernel.name if e.kernel is not None else e.name    # one name for its archs
+            out.setdefault(name, {})[b.result.arch] = pipeline(b.result, e.symbol, name, c.source)
+    return out
+
+
+def _rows(columns: dict[str, Pipeline]) -> list[tuple[str, list[str]]]:
+    ps = list(columns.values())
+    rows = [(name, [str(p.counts[name]) for p in ps]) for name, _, _ in ROWS
+            if name != "setmaxnreg" and any(p.counts[name] for p in ps)]
+    if any(p.setmaxnreg for p in ps):
+        rows.append(("setmaxnreg", [", ".join(f"{k} {n}" for k, n in p.setmaxnreg) or "-"
+                                    for p in ps]))
+        rows.append(("registers after setmaxnreg", [
+            f"{p.register_total:,} of 65,536" if p.register_total is not None else "-" for p in ps]))
+    rows.append(("warpgroups (__launch_bounds__)", [str(p.warpgroups or "-") for p in ps]))
+    if any(p.cluster for p in ps):
+        rows.append(("cluster (__cluster_dims__)", ["x".join(map(str, p.cluster)) if p.cluster
+                                                    else "-" for p in ps]))
+    rows.append(("registers (ptxas)", [str(p.registers) for p in ps]))
+    rows.append(("static shared bytes", [f"{p.shared:,}" for p in ps]))
+    return rows
+
+
+def columns_text(title: str, columns: dict[str, Pipeline]) -> list[str]:
+    """One kernel's table, a column per build (``{label: Pipeline}``), then its warnings."""
+    ps = list(columns.values())
+    lines = [title] + text_table(["stage", *columns], [[n, *v] for n, v in _rows(columns)])
+    if not any(p.active for p in ps):
+        lines.append("  no TMA, wgmma, tcgen05, mbarrier, cluster or setmaxnreg instructions")
+    for w in dict.fromkeys(w for p in ps for w in p.warnings):
+        lines.append(f"  warning: {w}")
+    return lines
+
+
+def text(pipes: dict[str, dict[str, Pipeline]]) -> str:
+    return "\n\n".join("\n".join(columns_text(k, cols)) for k, cols in pipes.items())
+
+
+def html(pipes: dict[str, dict[str, Pipeline]]) -> str:
+    """The tables of every kernel that uses the async machinery, with their warnings."""
+    parts = []
+    for k, cols in pipes.items():
+        ps = list(cols.values())
+        if not any(p.active or p.warnings for p in ps):
+            continue
+        rows = [[f'<span title="{escape(_WHAT.get(n, n))}">{escape(n)}</span>',
+                 *map(escape, v)] for n, v in _rows(cols)]
+        parts.append(f'<div style="margin-top: 6px"><b>{escape(k)}</b>: async pipeline</div>'
+                     + markup.table(["stage", *map(escape, cols)], rows))
+        parts += [markup.note(w, markup.WARN) for w in dict.fromkeys(w for p in ps for w in p.warnings)]
+    return "".join(parts)

@@ -427,7 +427,8 @@ class CompareView:
     def part(self, what: str = "summary", kernel: str | None = None, *, raw: bool = False,
              **_) -> str:
         """What ``show(c, what, kernel)`` prints: config (the variants and their argv), sass and
-        ptx (the diffs), numbers, resources, source; summary and log: everything."""
+        ptx (the diffs), numbers, resources, source, pipeline (each kernel's async pipeline, a
+        column per variant); summary and log: everything."""
         cmp = self.comparison
         if kernel is not None and kernel not in cmp.kernels:
             raise ShowError(f"kernel={clip(repr(kernel), 80)}: no such kernel here; the kernels are "
@@ -435,7 +436,19 @@ class CompareView:
         if what in ("archs", "lines"):
             raise ShowError(f"what={what!r} is for a %%cuda Module; compare archs with "
                             f"%%cuda_compare --vary arch=sm_80,sm_90a and show(c, 'sass')")
-        if what == "source":
+        if what == "pipeline":           # each kernel's async pipeline, a column per variant
+            from .pipeline import columns_text
+            from ..inspect.pipeline import pipeline
+            blocks = []
+            for name in ([kernel] if kernel is not None else cmp.kernels):
+                cols = {}
+                for variant in cmp.names:
+                    mod = cmp.modules[variant]
+                    k = mod[name]
+                    cols[variant] = pipeline(k.result, k.symbol, name, mod.source)
+                blocks.append("\n".join(columns_text(name, cols)))
+            body = "\n\n".join(blocks)
+        elif what == "source":
             body = numbered(cmp.source)
         elif what in ("summary", "log"):
             body = self.text()

@@ -84,9 +84,18 @@ def columns_text(title: str, columns: dict[str, Pipeline]) -> list[str]:
     lines = [title] + text_table(["stage", *columns], [[n, *v] for n, v in _rows(columns)])
     if not any(p.active for p in ps):
         lines.append("  no TMA, wgmma, tcgen05, mbarrier, cluster or setmaxnreg instructions")
-    for w in dict.fromkeys(w for p in ps for w in p.warnings):
-        lines.append(f"  warning: {w}")
+    for w, labels in _warnings(columns).items():
+        lines.append(f"  warning{' (' + ', '.join(labels) + ')' if len(columns) > 1 else ''}: {w}")
     return lines
+
+
+def _warnings(columns: dict[str, Pipeline]) -> dict[str, list[str]]:
+    """Each warning once, with the columns (archs, variants) that have it."""
+    out: dict[str, list[str]] = {}
+    for label, p in columns.items():
+        for w in p.warnings:
+            out.setdefault(w, []).append(label)
+    return out
 
 
 def text(pipes: dict[str, dict[str, Pipeline]]) -> str:
@@ -104,5 +113,6 @@ def html(pipes: dict[str, dict[str, Pipeline]]) -> str:
                  *map(escape, v)] for n, v in _rows(cols)]
         parts.append(f'<div style="margin-top: 6px"><b>{escape(k)}</b>: async pipeline</div>'
                      + markup.table(["stage", *map(escape, cols)], rows))
-        parts += [markup.note(w, markup.WARN) for w in dict.fromkeys(w for p in ps for w in p.warnings)]
+        parts += [markup.note(w + (f" ({', '.join(labels)})" if len(cols) > 1 else ""), markup.WARN)
+                  for w, labels in _warnings(cols).items()]
     return "".join(parts)

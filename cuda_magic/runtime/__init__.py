@@ -15,11 +15,12 @@ from .worker import isolate
 # what cuda_magic exports from here (its errors are in errors.py; Param, Scalar, SCALARS,
 # canonical_type, driver_version: import them from here)
 __all__ = ["Kernel", "isolate", "lost", "synchronize", "Timing", "History", "history",
-           "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools"]
+           "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools", "tma",
+           "TensorMap"]
 
 # loaded when first used: the Nsight Compute and compute-sanitizer reports and runs, the sweeps
 _LAZY = {"Profile": "ncu_report", "Check": "sanitizer_report", "report_dir": "tools",
-         "close_pools": "sweep"}
+         "close_pools": "sweep", "tma": "tensormap", "TensorMap": "tensormap"}
 
 
 def __getattr__(name: str):

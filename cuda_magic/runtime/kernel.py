@@ -78,6 +78,11 @@ def _stream(s) -> int:
 
 INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
 
+
+def _compiled_cluster(kernel):
+    from .launch_attrs import compiled_cluster
+    return compiled_cluster(kernel)
+
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
     "shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
@@ -231,6 +236,10 @@ class Kernel:
                                 f"{self.name}[grid, block, shared_mem, stream](*args)")
             grid, block = _dims(key[0], "grid"), _dims(key[1], "block")
             shared = _shared(key[2] if len(key) > 2 else 0)
+            compiled = _compiled_cluster(self)
+            if compiled is not None:       # __cluster_dims__: the clusters must tile the grid
+                from .launch_attrs import check_grid
+                check_grid(self.name, grid, compiled)
             launcher = _Launcher(self, grid + block, shared, _stream(key[3] if len(key) > 3 else None))
             if len(self._launchers) > 64:
                 self._launchers.clear()
@@ -240,24 +249,65 @@ class Kernel:
                 pass
         return launcher
 
-    def launch(self, grid, block, args: Sequence = (), shared_mem: int = 0, stream=None) -> None:
-        """Launch with keywords: ``k.launch(grid=(64,), block=256, args=(x, y, 2.0, n))``."""
-        self[grid, block, shared_mem, stream](*args)
+    def launch(self, grid, block, args: Sequence = (), shared_mem: int = 0, stream=None, *,
+               cluster=None, cooperative: bool = False, pdl: bool = False) -> None:
+        """Launch with keywords: ``k.launch(grid=(64,), block=256, args=(x, y, 2.0, n))``.
+
+        Launch attributes (``cuLaunchKernelEx``, :mod:`cuda_magic.runtime.launch_attrs`):
+        ``cluster=(2, 1, 1)`` thread-block clusters of that shape (it must divide the grid; at
+        most 16 blocks, 8 portable); ``cooperative=True`` a cooperative launch (grid-wide
+        ``cg::this_grid().sync()``; the grid must fit on the GPU at once); ``pdl=True``
+        programmatic dependent launch (the kernel may start before the previous one on the
+        stream ends; ``cudaGridDependencySynchronize`` / ``griddepcontrol.wait`` waits)."""
+        if cluster is None and not cooperative and not pdl:
+            self[grid, block, shared_mem, stream](*args)
+            return
+        from .launch_attrs import _cluster, check_grid, compiled_cluster
+        dims = _dims(grid, "grid") + _dims(block, "block")
+        shared, handle = _shared(shared_mem), _stream(stream)
+        shape = _cluster(cluster) if cluster is not None else None
+        compiled = compiled_cluster(self)
+        if shape is not None and compiled is not None and shape != compiled:
+            raise ArgumentError(f"{self.name}: compiled with __cluster_dims__{compiled}; a launch "
+                                f"cannot give it cluster={shape} (leave cluster= out)")
+        if shape is not None or compiled is not None:
+            check_grid(self.name, dims[:3], shape or compiled)
+        if cooperative:
+            self._fits_at_once(dims, shared)
+        self.launch_raw(dims, shared, handle, tuple(args), (shape, cooperative, pdl))
+
+    def _fits_at_once(self, dims, shared: int) -> None:
+        """A cooperative grid's blocks must all be resident: at most blocks per SM x SMs."""
+        blocks = dims[0] * dims[1] * dims[2]
+        per_sm = self.occupancy(dims[3] * dims[4] * dims[5], shared)
+        drv = api()
+        sms = int(check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, driver.device()),
+            "cuDeviceGetAttribute"))
+        if blocks > per_sm * sms:
+            raise ArgumentError(f"{self.name}: a cooperative grid of {blocks} blocks does not fit on "
+                                f"the GPU at once: {per_sm} per SM x {sms} SMs = {per_sm * sms} "
+                                f"at this block size and shared memory")
 
     def __call__(self, *args, **kwargs):
         raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")
 
-    def launch_raw(self, dims, shared, stream, args) -> None:
+    def launch_raw(self, dims, shared, stream, args, attrs=None) -> None:
         """One launch the full way, with everything already in the runtime's own form: ``dims``
         grid + block (6 ints), ``shared`` bytes, ``stream`` an int handle (0: the legacy
         default stream), ``args`` a tuple.  What ``k[grid, block](*args)`` does after checking
         its key; the entry for the helper processes (the worker, the sweep's helpers, the
         tools' launcher), which replay launches recorded elsewhere.  After a fault, or under
-        ``isolate()``, it goes to the worker."""
+        ``isolate()``, it goes to the worker.  ``attrs``: ``(cluster, cooperative, pdl)`` for
+        ``cuLaunchKernelEx`` (:mod:`.launch_attrs`), not in the helper process."""
         b = self._bound
         if b is None or driver.elsewhere():
             self.require_arch()
             if driver.elsewhere():
+                if attrs is not None:
+                    raise ArgumentError(f"{self.name}: launches with cluster, cooperative or pdl "
+                                        f"do not run in the helper process (after a fault or "
+                                        f"under isolate()); restart the kernel to launch them")
                 return worker.call(self, "run", dims, shared, args)
             b = self._bind()
         if shared > self._max_dynamic:
@@ -265,7 +315,12 @@ class Kernel:
         staged: list = []
         try:
             params = b[2].pack(args, staged)
-            if self.printf:
+            if attrs is not None:
+                from .launch_attrs import launch_ex
+                launch_ex(self, dims, shared, stream, params, *attrs)
+                if self.printf:
+                    check(api().cuCtxSynchronize(), f"running {self.name}")
+            elif self.printf:
                 _captured(lambda: self._launch(b[1], dims, shared, stream, params, True),
                           getattr(self.result, "source", ""))
             else:

@@ -103,6 +103,9 @@ def _raw(v) -> bytes | None:
         v = v.tobytes()
     if isinstance(v, (int, float, complex, str)) or v is None:
         return None
+    if hasattr(v, "getPtr") and type(v).__name__ == "CUtensorMap":   # cuda.bindings' own
+        import ctypes
+        return ctypes.string_at(int(v.getPtr()), 128)
     try:
         return bytes(memoryview(v))
     except TypeError:

@@ -43,6 +43,7 @@ NOT_SHOWN = {
     "Resolved": "a config with its layers: the Config tab of its result's view",
     "Resources": "one kernel's row of the Resources tab",
     "OutputCheck": "one output's row of its Verdict's view",
+    "TensorMap": "a kernel argument (128 bytes); its repr says what it maps",
 }
 
 

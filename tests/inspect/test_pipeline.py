@@ -182,11 +182,11 @@ def test_show_pipeline_compares_an_arch_list_side_by_side():
     setmax = next(ln for ln in lines if ln.strip().startswith("setmaxnreg "))
     assert "inc 240, dec 40" in setmax or "dec 40, inc 240" in setmax
     assert sum("66,560 of 65,536" in ln for ln in lines) == 1
-    assert "warning: ws_scale_greedy: setmaxnreg asks for 66,560 registers" in text
+    assert "warning (sm_90a, sm_100a): ws_scale_greedy: setmaxnreg asks for 66,560 registers" in text
     assert "ws_scale_regs" not in text
     everything = cuda_magic.display.view(m).part("pipeline")
     # ws_scale's warning names its registers, which differ per arch (40, 30): said for each
-    assert everything.count("warning:") == 3 and "ws_scale_regs\n" in everything
+    assert everything.count("  warning (") == 3 and "ws_scale_regs\n" in everything
 
 
 def test_show_pipeline_of_a_plain_kernel_says_so():
@@ -205,3 +205,14 @@ def test_the_resources_tab_table(built):
     assert pview.worth_showing(m.source, ["sm_100a"])
     assert not pview.worth_showing(m.source, ["sm_80"])
     assert not pview.worth_showing("__global__ void k(float* y) { y[0] = 1; }", ["sm_90a"])
+
+
+def test_a_comparison_shows_the_pipeline_per_variant():
+    c = cuda_magic.compare(_text("warp_specialized.cu"), vary=["arch=sm_90a,sm_100a"],
+                           arch="sm_90a")
+    out = cuda_magic.display.view(c).part("pipeline", "ws_scale")
+    lines = out.splitlines()
+    assert lines[0] == "ws_scale" and re.match(r"\s+stage\s+sm_90a\s+sm_100a$", lines[1])
+    assert re.search(r"registers \(ptxas\)\s+40\s+30", out)
+    assert "warning (sm_90a): ws_scale: a warp-specialised TMA pipeline" in out
+    assert "warning (sm_100a): ws_scale: a warp-specialised TMA pipeline" in out

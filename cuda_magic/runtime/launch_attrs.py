@@ -1,0 +1,104 @@
+"""Launch attributes (``cuLaunchKernelEx``): thread-block clusters, cooperative launches and
+programmatic dependent launch, checked before the driver sees them.
+
+``k.launch(grid, block, args, cluster=(2, 1, 1), cooperative=True, pdl=True)``.  A cluster
+shape must divide the grid and hold at most 8 blocks (the portable size; up to 16 are allowed
+by asking the driver for a non-portable size, which is done and said); a kernel compiled with
+``__cluster_dims__`` has its shape already (a plain ``k[grid, block]`` launch forms those
+clusters), so a different one is an error, and so is a grid its shape does not divide.  A
+cooperative grid must fit on the GPU at once (blocks per SM x SMs, the driver's occupancy);
+each error names the limit.
+"""
+
+from __future__ import annotations
+
+from ..errors import ArgumentError, quote
+
+__all__ = ["compiled_cluster", "check_grid", "launch_ex", "PORTABLE_CLUSTER", "MAX_CLUSTER"]
+
+PORTABLE_CLUSTER = 8       # blocks per cluster every sm_90+ GPU runs
+MAX_CLUSTER = 16           # with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (H100/H200)
+
+
+def compiled_cluster(kernel) -> tuple[int, int, int] | None:
+    """The ``__cluster_dims__`` the kernel's binary carries, or None (read once per kernel)."""
+    cached = kernel.__dict__.get("_cluster", False)
+    if cached is not False:
+        return cached
+    from ..compile.binary import cluster_dims
+    from ..inspect.disasm import cubin
+    try:
+        elf = cubin(kernel.result)
+        dims = cluster_dims(elf).get(kernel.symbol) if elf is not None else None
+    except Exception:
+        dims = None
+    kernel._cluster = dims
+    return dims
+
+
+def _cluster(value) -> tuple[int, int, int]:
+    t = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) \
+        else None
+    if not t or len(t) > 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+                                      for x in t):
+        raise ArgumentError(f"cluster={quote(value, 40)}: a positive int or 1 to 3 positive ints")
+    return t + (1,) * (3 - len(t))
+
+
+def check_grid(name: str, grid: tuple, cluster: tuple) -> None:
+    """That ``cluster`` divides ``grid`` and is no larger than the hardware allows."""
+    size = cluster[0] * cluster[1] * cluster[2]
+    if size > MAX_CLUSTER:
+        raise ArgumentError(f"{name}: a cluster of {'x'.join(map(str, cluster))} = {size} blocks; "
+                            f"at most {MAX_CLUSTER} blocks per cluster ({PORTABLE_CLUSTER} portable)")
+    for axis, g, c in zip("xyz", grid, cluster):
+        if g % c:
+            raise ArgumentError(f"{name}: grid {axis} = {g} is not a multiple of the cluster's "
+                                f"{axis} = {c} (clusters tile the grid)")
+
+
+def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,
+              pdl: bool) -> None:
+    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
+    from .driver import api, check
+    drv = api()
+    handle = kernel._bound[1]
+    attrs = []
+    ID = drv.CUlaunchAttributeID
+    if cluster is not None:
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size > PORTABLE_CLUSTER:
+            func = check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
+            check(drv.cuFuncSetAttribute(
+                func, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1), f"{kernel.name}: allowing a cluster of {size} blocks (non-portable)")
+        a = drv.CUlaunchAttribute()
+        a.id = ID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
+        attrs.append(a)
+    if cooperative:
+        a = drv.CUlaunchAttribute()
+        a.id = ID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        a.value.cooperative = 1
+        attrs.append(a)
+    if pdl:
+        a = drv.CUlaunchAttribute()
+        a.id = ID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        a.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(a)
+    cfg = drv.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = dims[:3]
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = dims[3:]
+    cfg.sharedMemBytes = shared
+    cfg.hStream = drv.CUstream(stream)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
+    what = ", ".join(w for w, on in (("cluster", cluster), ("cooperative", cooperative),
+                                     ("pdl", pdl)) if on)
+    err = drv.cuLaunchKernelEx(cfg, drv.CUfunction(int(handle)), params, 0)[0]
+    if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
+        from . import driver
+        driver.context()
+        err = drv.cuLaunchKernelEx(cfg, drv.CUfunction(int(handle)), params, 0)[0]
+    check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
+                  f"{shared}] with {what}")

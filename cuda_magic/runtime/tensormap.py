@@ -1,0 +1,166 @@
+"""``tma(array, box=...)``: a TMA tensor map (``CUtensorMap``) over a device array, the value of a
+``const __grid_constant__ CUtensorMap`` kernel parameter.
+
+The array is a CuPy array, a PyTorch tensor or anything with ``__cuda_array_interface__``
+(NumPy arrays live on the host, and a tensor map holds a device address).  Dimensions and box
+are given as the array reads (outermost first, ``box=(64, 64)`` for a row-major tile); the map
+lists them innermost first, as the driver and the PTX coordinates do.  Everything the driver
+would refuse with an opaque CUDA_ERROR_INVALID_VALUE is checked first, each error naming the
+parameter and the limit: rank 1 to 5; a 16-byte-aligned address (32 with interleave); a dense
+innermost dimension; strides multiples of 16 bytes; box sides 1 to 256; the box's innermost
+side a multiple of 16 bytes, and within the swizzle span; element strides 1 to 8.
+``cuTensorMapEncodeTiled`` then encodes it (cuda.bindings; no context needed).  The result is a
+:class:`TensorMap`: the 128 bytes (a ``bytes``), with the array kept alive beside them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ..errors import ArgumentError, quote
+
+__all__ = ["tma", "TensorMap", "DATA_TYPES"]
+
+# dtype (NumPy / torch name) -> CUtensorMapDataType suffix and element bytes
+DATA_TYPES = {"uint8": ("UINT8", 1), "int8": ("UINT8", 1), "bool": ("UINT8", 1),
+              "uint16": ("UINT16", 2), "int16": ("UINT16", 2), "float16": ("FLOAT16", 2),
+              "bfloat16": ("BFLOAT16", 2), "uint32": ("UINT32", 4), "int32": ("INT32", 4),
+              "float32": ("FLOAT32", 4), "uint64": ("UINT64", 8), "int64": ("INT64", 8),
+              "float64": ("FLOAT64", 8), "float8_e4m3fn": ("UINT8", 1), "float8_e5m2": ("UINT8", 1)}
+_SWIZZLE = {"none": ("NONE", None), "32B": ("32B", 32), "64B": ("64B", 64), "128B": ("128B", 128)}
+_L2 = {"none": "NONE", "64B": "L2_64B", "128B": "L2_128B", "256B": "L2_256B"}
+_OOB = {"zero": "NONE", "nan": "NAN_REQUEST_ZERO_FMA"}
+_INTERLEAVE = {"none": "NONE", "16B": "16B", "32B": "32B"}
+
+
+class TensorMap(bytes):
+    """A ``CUtensorMap``: 128 bytes, passed by value as a kernel argument.  ``array`` (kept
+    alive while the map is), ``shape``, ``box``, ``dtype`` and ``swizzle`` as given to
+    :func:`tma`."""
+
+    def __repr__(self) -> str:
+        return (f"<TensorMap {self.dtype} {'x'.join(map(str, self.shape))}, box "
+                f"{'x'.join(map(str, self.box))}, swizzle {self.swizzle}>")
+
+
+def _layout(array) -> tuple[int, tuple, tuple, str]:
+    """(device address, shape, strides in bytes, dtype name) of a device array."""
+    name = type(array).__module__.split(".")[0]
+    if name == "torch":
+        if not array.is_cuda:
+            raise ArgumentError(f"tma(array): the tensor is on {array.device}; a tensor map holds "
+                                f"a GPU address: move it with .cuda()")
+        size = array.element_size()
+        return (array.data_ptr(), tuple(array.shape), tuple(s * size for s in array.stride()),
+                str(array.dtype).removeprefix("torch."))
+    cai = getattr(array, "__cuda_array_interface__", None)
+    if cai is None:
+        where = "a NumPy array lives on the host" if name == "numpy" else \
+            f"a {type(array).__name__} has no __cuda_array_interface__"
+        raise ArgumentError(f"tma(array): {where}; a tensor map holds a GPU address: give a CuPy "
+                            f"array or a PyTorch tensor on the GPU")
+    import numpy as np
+    try:
+        dtype = np.dtype(cai["typestr"])
+        dname = dtype.name
+    except TypeError:
+        dtype, dname = None, str(cai["typestr"])
+    if dtype is not None and dtype.kind == "V" and dtype.itemsize == 2:
+        dname = "bfloat16"                     # CuPy/ml_dtypes bfloat16 reads as raw 2 bytes
+    shape = tuple(cai["shape"])
+    size = dtype.itemsize if dtype is not None else 0
+    strides = cai.get("strides")
+    if strides is None:                        # C-contiguous
+        strides, acc = [], size
+        for d in reversed(shape):
+            strides.insert(0, acc)
+            acc *= d
+    return int(cai["data"][0]), shape, tuple(strides), dname
+
+
+def _choice(table: dict, value, what: str) -> str:
+    if value not in table:
+        raise ArgumentError(f"tma({what}={quote(value, 40)}): choose one of "
+                            f"{', '.join(map(repr, table))}")
+    return table[value]
+
+
+def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promotion: str = "none",
+        oob_fill: str = "zero", element_strides=None) -> TensorMap:
+    """A tiled TMA tensor map over ``array`` (a CuPy array or PyTorch tensor on the GPU) whose box
+    is ``box`` (one side per dimension, outermost first, as the array's shape reads: a 64 x 64
+    tile of a row-major matrix is ``box=(64, 64)``).  ``swizzle``: ``"none"``, ``"32B"``,
+    ``"64B"``, ``"128B"`` (the box's innermost side must fit in it); ``interleave``:
+    ``"none"``, ``"16B"``, ``"32B"``; ``l2_promotion``: ``"none"``, ``"64B"``, ``"128B"``,
+    ``"256B"``; ``oob_fill``: ``"zero"`` or ``"nan"`` (elements outside the array);
+    ``element_strides``: per dimension, 1 to 8 (default 1).  The kernel parameter is
+    ``const __grid_constant__ CUtensorMap``; PTX coordinates go innermost first.
+
+    Example::
+
+        a = torch.randn(M, K, device="cuda").bfloat16()
+        gemm[(N // 64, M // 64), 128](tma(a, box=(64, 64), swizzle="128B"), ...)
+    """
+    address, shape, strides, dname = _layout(array)
+    rank = len(shape)
+    if not 1 <= rank <= 5:
+        raise ArgumentError(f"tma(array): a tensor map has 1 to 5 dimensions; this array has {rank}")
+    if dname not in DATA_TYPES:
+        raise ArgumentError(f"tma(array): dtype {dname} has no tensor-map type; it takes "
+                            f"{', '.join(sorted(DATA_TYPES))}")
+    kind, size = DATA_TYPES[dname]
+    box = (box,) if isinstance(box, int) else tuple(box) if isinstance(box, (tuple, list)) else None
+    if box is None or len(box) != rank or not all(isinstance(b, int) and not isinstance(b, bool)
+                                                  for b in box):
+        raise ArgumentError(f"tma(box={quote(box, 40)}): one int per dimension of the array "
+                            f"(shape {shape})")
+    for i, b in enumerate(box):
+        if not 1 <= b <= 256:
+            raise ArgumentError(f"tma(box={box}): box[{i}]={b}; each side is 1 to 256 elements")
+        if b > shape[i]:
+            raise ArgumentError(f"tma(box={box}): box[{i}]={b} is larger than the array's "
+                                f"dimension {i} ({shape[i]})")
+    es = (1,) * rank if element_strides is None else tuple(element_strides)
+    if len(es) != rank or not all(isinstance(e, int) and 1 <= e <= 8 for e in es):
+        raise ArgumentError(f"tma(element_strides={quote(element_strides, 40)}): one int from 1 "
+                            f"to 8 per dimension")
+    swz, span = _choice(_SWIZZLE, swizzle, "swizzle")
+    inter = _choice(_INTERLEAVE, interleave, "interleave")
+    l2 = _choice(_L2, l2_promotion, "l2_promotion")
+    oob = _choice(_OOB, oob_fill, "oob_fill")
+    align = 32 if interleave == "32B" else 16
+    if address % align:
+        raise ArgumentError(f"tma(array): its address 0x{address:x} is not a multiple of {align} "
+                            f"bytes, which a tensor map needs (a view that starts mid-row?)")
+    if strides[-1] != size:
+        raise ArgumentError(f"tma(array): its innermost dimension is not dense (stride "
+                            f"{strides[-1]} bytes, elements of {size}): make it contiguous")
+    for i, s in enumerate(strides[:-1]):
+        if s % 16 or s >= 1 << 40:
+            raise ArgumentError(f"tma(array): the stride of dimension {i} is {s} bytes; a tensor "
+                                f"map's strides are multiples of 16 bytes below 2**40 (pad the "
+                                f"rows to a multiple of {16 // size if size < 16 else 1} elements)")
+    inner = box[-1] * size
+    if interleave == "none" and inner % 16:
+        raise ArgumentError(f"tma(box={box}): the innermost side is {inner} bytes; it must be a "
+                            f"multiple of 16 bytes")
+    if span is not None and interleave == "none" and inner > span:
+        raise ArgumentError(f"tma(box={box}, swizzle={swizzle!r}): the innermost side is {inner} "
+                            f"bytes, more than the {span}-byte swizzle span")
+    from cuda.bindings import driver as drv
+    from .driver import check
+    T = drv.CUtensorMapDataType, drv.CUtensorMapInterleave, drv.CUtensorMapSwizzle, \
+        drv.CUtensorMapL2promotion, drv.CUtensorMapFloatOOBfill
+    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    rev = lambda t: list(reversed(t))     # noqa: E731  (the map lists the innermost first)
+    tmap = check(drv.cuTensorMapEncodeTiled(
+        getattr(T[0], f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), u32(rank), address,
+        [u64(d) for d in rev(shape)], [u64(s) for s in rev(strides[:-1])],
+        [u32(b) for b in rev(box)], [u32(e) for e in rev(es)],
+        getattr(T[1], f"CU_TENSOR_MAP_INTERLEAVE_{inter}"),
+        getattr(T[2], f"CU_TENSOR_MAP_SWIZZLE_{swz}"),
+        getattr(T[3], f"CU_TENSOR_MAP_L2_PROMOTION_{l2}"),
+        getattr(T[4], f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{oob}")), "cuTensorMapEncodeTiled")
+    out = TensorMap(ctypes.string_at(tmap.getPtr(), 128))
+    out.array, out.shape, out.box, out.dtype, out.swizzle = array, shape, box, dname, swizzle
+    return out

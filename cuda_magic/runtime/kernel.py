@@ -356,6 +356,11 @@ class Kernel:
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(drv.cuKernelSetAttribute(attr, shared, handle, driver.device()),
               f"allowing {shared} bytes of dynamic shared memory for {self.name}")
+        if not self.__dict__.get("_said_shared"):       # said once per kernel
+            self._said_shared = True
+            print(f"{self.name}: {shared:,} bytes of dynamic shared memory asked for: its limit "
+                  f"raised from 48 KB (cuKernelSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                  file=sys.stderr)
         self._max_dynamic = shared
 
     # -- inspecting and timing -------------------------------------------------------------

@@ -195,3 +195,23 @@ def test_clusters_cooperative_and_pdl_launches():
         m.consume.launch((n + 255) // 256, 256, (buf, res, n), stream=s, pdl=True)
         s.synchronize()
         np.testing.assert_array_equal(res.cpu().numpy(), 3 * np.arange(n, dtype=np.int32) + 1)
+
+
+@pytest.mark.gpu
+def test_more_than_48_kb_of_dynamic_shared_memory_is_allowed_and_said_once(capfd):
+    import numpy as np
+    m = cuda_magic.build(r"""
+extern "C" __global__ void far_end(float* out, int words) {
+    extern __shared__ float buf[];
+    for (int i = threadIdx.x; i < words; i += blockDim.x) buf[i] = i;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = buf[words - 1];
+}""")
+    out = np.zeros(1, np.float32)
+    words = 100_000 // 4
+    m.far_end[1, 256, 100_000](out, words)
+    m.far_end[1, 256, 100_000](out, words)
+    assert out[0] == words - 1
+    err = capfd.readouterr().err
+    assert err.count("far_end: 100,000 bytes of dynamic shared memory asked for: its limit "
+                     "raised from 48 KB") == 1, err

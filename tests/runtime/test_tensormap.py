@@ -169,7 +169,7 @@ def test_clusters_cooperative_and_pdl_launches():
     got = out.view(8, 3).cpu().numpy()
     assert got[:, 0].tolist() == [0, 1, 2, 3] * 2 and set(got[:, 1]) == {4}
     assert got[:, 2].tolist() == [1, 2, 3, 0, 5, 6, 7, 4]        # the neighbour's block
-    out.zero_()
+    out = torch.zeros(3 * 16, dtype=torch.int32, device="cuda")
     m.ranks.launch(16, 32, (out,), cluster=16)                   # non-portable: 16 blocks
     assert out.view(16, 3)[:, 1].tolist() == [16] * 16
     with pytest.raises(ArgumentError, match="grid x = 6 is not a multiple"):

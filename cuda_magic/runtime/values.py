@@ -128,6 +128,11 @@ def _exact_bytes(packer, p: Param, size: int, what: str):
     """A parameter passed as its raw bytes (``size`` of them); ``what`` says why, for the error."""
     def conv(v, staged):
         data = _raw(v)
+        if data is None and type(v).__name__ == "TensorMapDescriptor":
+            raise ArgumentError(f"{packer._where(p)}: cuda.core's TensorMapDescriptor keeps its "
+                                f"128 bytes to itself (no Python accessor in cuda.core 1.2), so "
+                                f"only cuda.core's launch can pass it; make the argument with "
+                                f"cuda_magic.tma(array, box=...)")
         if data is None:
             raise ArgumentError(f"{packer._where(p)}{what}, not {type(v).__name__}")
         if len(data) != size:

@@ -79,6 +79,26 @@ def test_a_compiled_cluster_shape_is_checked_at_a_plain_launch():
         m.cluster_swap.launch(4, 256, (None, None, 0), cluster=(4, 1, 1))
 
 
+def test_tensor_map_arguments_a_launch_takes_and_one_it_cannot():
+    """A CUtensorMap parameter takes 128 bytes (a TensorMap is bytes) and cuda.bindings'
+    CUtensorMap; cuda.core's TensorMapDescriptor hides its bytes: the error says what to use."""
+    from cuda_magic.runtime.packer import Packer
+    from cuda_magic.runtime.types import Param
+    from cuda_magic.runtime.tensormap import TensorMap
+    pk = Packer("k", [Param("tmap", "CUtensorMap", declared="const CUtensorMap tmap")], [(0, 128)])
+    i, _, conv = pk.convs[0]
+    assert conv(TensorMap(bytes(range(128))), []) == bytes(range(128))
+    from cuda.bindings import driver as drv
+    raw = drv.CUtensorMap()
+    assert len(conv(raw, [])) == 128
+
+    class TensorMapDescriptor:          # cuda.core's, as far as a launch can see it
+        pass
+    with pytest.raises(ArgumentError, match=r"parameter 'tmap'.*cuda.core's TensorMapDescriptor "
+                                            r"keeps its 128 bytes to itself.*cuda_magic.tma"):
+        conv(TensorMapDescriptor(), [])
+
+
 # --- on the GPU --------------------------------------------------------------------------------
 
 RUNTIME_CLUSTER = r"""

@@ -14,7 +14,7 @@ from ..inspect.pipeline import ROWS, Pipeline, pipeline
 from . import markup
 from .text import table as text_table
 
-__all__ = ["text", "html", "worth_showing", "of_module", "of_content", "columns_text"]
+__all__ = ["text", "html", "worth_showing", "of_content", "columns_text"]
 
 # what in a cell's source says it has an async pipeline to show (cheap: no tool runs without it)
 _HINTS = re.compile(r"cp\.async\.bulk|wgmma|tcgen05|mbarrier|setmaxnreg|__cluster_dims__|"
@@ -28,26 +28,6 @@ def worth_showing(source: str, archs) -> bool:
     uses TMA, wgmma, tcgen05, mbarriers, setmaxnreg, clusters or PDL."""
     new = any(re.fullmatch(r"sm_(9|1\d)\d[af]?", a or "") for a in archs)
     return new and _HINTS.search(source or "") is not None
-
-
-def of_module(m, kernel: str | None = None) -> dict[str, dict[str, Pipeline]]:
-    """``{kernel: {arch: Pipeline}}`` for every kernel (or ``kernel``) of a Module, each arch of
-    its arch list."""
-    from ..compile.compiler import NoKernelError
-    names = [m[kernel].name] if kernel is not None else list(m.kernels)
-    py = {k.name: n for n, k in m.python_names().items()}
-    out = {}
-    for name in names:
-        k = m.kernels[name]
-        per = {}
-        for arch in m.archs:
-            try:
-                r = m.result_of(name, arch)
-            except NoKernelError:
-                continue
-            per[arch] = pipeline(r, k.symbol, py.get(name, name), m.source)
-        out[name] = per
-    return out
 
 
 def of_content(c) -> dict[str, dict[str, Pipeline]]:

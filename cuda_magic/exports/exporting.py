@@ -240,8 +240,8 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
         return _cubin(path, name, version, ks, module, __version__, overwrite)
     per = _options(_by_python_name(per_kernel, ks, module), shared_rules, [k.name for k in ks])
     items = [(k, rules_for(k, per[k.name])) for k in ks]
-    package = _torch_files(name, version, items, module, __version__, fmt)
     ops = {k.name: torch_package.schema(name, k, r) for k, r in items}
+    package = _torch_files(name, version, items, ops, module, __version__, fmt)
     if fmt == "torch":
         return _done(path, fmt, name, package, ops, overwrite)
     summary = f"{', '.join(k.name for k in ks)}: CUDA kernels as PyTorch ops (cuda-magic export)"
@@ -249,22 +249,19 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
     files = {f"{name}/{p}": d for p, d in package.items()}
     files["pyproject.toml"] = wheel.pyproject(name, version, summary).encode()
     files[f"dist/{wheel.wheel_name(name, version)}"] = whl
-    out = _done(path, fmt, name, files, ops, overwrite, package_manifest=package["manifest.json"])
-    return Exported(out.path, out.format, out.name, out.files, out.sizes, out.ops, out.manifest,
-                    str(path / "dist" / wheel.wheel_name(name, version)))
+    return _done(path, fmt, name, files, ops, overwrite, package_manifest=package["manifest.json"],
+                 wheel_path=str(path / "dist" / wheel.wheel_name(name, version)))
 
 
-def _torch_files(name, version, items, module, cm_version, fmt) -> dict[str, bytes]:
+def _torch_files(name, version, items, schemas, module, cm_version, fmt) -> dict[str, bytes]:
     files = {"__init__.py": torch_package.init_source(name, version, items, cm_version).encode(),
              "_driver.py": torch_package.template("_driver.py"),
              "_torch.py": torch_package.template("_torch.py")}
     for k, _ in items:
         for b in k.builds:
             files[f"binaries/{b.file}"] = b.data
-    ops = {k.name: {"schema": torch_package.schema(name, k, r), **r.given,
-                    "mutates": [p.name for p in k.params if p.kind == "pointer" and not p.const
-                                and p.name not in {o.param for o in r.outputs}]}
-           for k, r in items}
+    ops = {k.name: {"schema": schemas[k.name], **r.given,
+                    "mutates": [p.name for p in torch_package.mutated(k, r)]} for k, r in items}
     m = _manifest.manifest(name, fmt, version, [k for k, _ in items], module.source, cm_version,
                            ops=ops, files={p: _sha(d) for p, d in files.items()
                                            if not p.startswith("binaries/")})
@@ -285,8 +282,9 @@ def _cubin(path, name, version, ks, module, cm_version, overwrite) -> Exported:
     return _done(path, "cubin", name, files, {}, overwrite)
 
 
-def _done(path, fmt, name, files, ops, overwrite, package_manifest=None) -> Exported:
+def _done(path, fmt, name, files, ops, overwrite, package_manifest=None,
+          wheel_path=None) -> Exported:
     _write(path, files, overwrite)
     m = json.loads((package_manifest or files["manifest.json"]).decode())
     return Exported(str(path), fmt, name, {p: _sha(d) for p, d in sorted(files.items())},
-                    {p: len(d) for p, d in sorted(files.items())}, ops, m)
+                    {p: len(d) for p, d in sorted(files.items())}, ops, m, wheel_path)

@@ -20,7 +20,7 @@ import pathlib
 from .rules import Rules
 from .spec import Kernel, ParamSpec
 
-__all__ = ["init_source", "schema", "template", "TEMPLATES"]
+__all__ = ["init_source", "schema", "mutated", "template", "TEMPLATES"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
 # the files every export holds as they are here: standard library (and torch) only, no cuda-magic
@@ -46,7 +46,7 @@ def _schema_type(p: ParamSpec) -> str:
     return {"torch.Tensor": "Tensor", "bool": "bool", "float": "float", "int": "SymInt"}[_hint(p)]
 
 
-def _mutated(k: Kernel, r: Rules) -> list[ParamSpec]:
+def mutated(k: Kernel, r: Rules) -> list[ParamSpec]:
     outs = {o.param for o in r.outputs}
     return [p for p in k.params if p.kind == "pointer" and not p.const and p.name not in outs]
 
@@ -59,11 +59,11 @@ def _inputs(k: Kernel, r: Rules) -> list[ParamSpec]:
 def schema(namespace: str, k: Kernel, r: Rules) -> str:
     """The op's schema as ``torch.library`` infers it from the generated function
     (``scale_ops::scale(Tensor x, float a, SymInt n) -> Tensor``)."""
-    mutated = {p.name for p in _mutated(k, r)}
+    written = {p.name for p in mutated(k, r)}
     args = []
     for i, p in enumerate(_inputs(k, r)):
         t = _schema_type(p)
-        args.append(f"Tensor(a{i}!) {p.name}" if p.name in mutated else f"{t} {p.name}")
+        args.append(f"Tensor(a{i}!) {p.name}" if p.name in written else f"{t} {p.name}")
     n = len(r.outputs)
     ret = "()" if n == 0 else "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return f"{namespace}::{k.name}({', '.join(args)}) -> {ret}"
@@ -133,17 +133,17 @@ def _kernel_block(namespace: str, k: Kernel, r: Rules) -> str:
                      f"{'None' if i == 0 else '_dev'})")
     values = ", ".join(_value(p) for p in k.params)
     lines += [f"    _torch.launch(_K_{n}, _dev, {r.grid}, {r.block}, {r.shared}, {values})", "", ""]
-    mutated = tuple(p.name for p in _mutated(k, r))
+    written = tuple(p.name for p in mutated(k, r))
     hints = ", ".join(f"{p.name}: {_hint(p)}" for p in _inputs(k, r))
-    writes = [f"writes {m}" for m in mutated] + [f"returns {o.param} ({o.spec})" for o in r.outputs]
-    lines += [f"@torch.library.custom_op({namespace + '::' + n!r}, mutates_args={mutated!r})",
+    writes = [f"writes {m}" for m in written] + [f"returns {o.param} ({o.spec})" for o in r.outputs]
+    lines += [f"@torch.library.custom_op({namespace + '::' + n!r}, mutates_args={written!r})",
               f"def {n}({hints}) -> {_returns(r)}:",
               f'    """{k.cxx}({k.signature}): {"; ".join(writes) or "reads only"}."""']
     if r.outputs:
         names = ", ".join(o.param for o in r.outputs)
         lines += [f"    ({names},) = _outputs_{n}({ins})",
                   f"    _launch_{n}({allp})",
-                  f"    return {names}" if len(r.outputs) > 1 else f"    return {names}"]
+                  f"    return {names}"]
         fake = f"_outputs_{n}({ins})" + ("" if len(r.outputs) > 1 else "[0]")
     else:
         lines.append(f"    _launch_{n}({allp})")

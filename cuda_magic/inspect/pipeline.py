@@ -28,7 +28,7 @@ Warnings (:attr:`Pipeline.warnings`), each from what the build shows:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..compile.compiler import CompilationResult
 
@@ -204,5 +204,4 @@ def pipeline(result: CompilationResult, symbol: str, name: str | None = None,
             warnings.append(f"{shown}: the source uses {family}, which {result.arch} does not have "
                             f"(it needs {needs}); this build has none of it: compiled out "
                             f"(--arch {needs.split()[0]})")
-    return Pipeline(shown, result.arch, counts, opcodes, tuple(regs), groups, cluster, registers,
-                    shared, tuple(dict.fromkeys(warnings)))
+    return replace(p, warnings=tuple(dict.fromkeys(warnings)))

@@ -198,7 +198,7 @@ def test_show_pipeline_of_a_plain_kernel_says_so():
 def test_the_resources_tab_table(built):
     from cuda_magic.display import pipeline as pview
     m = built["warp_specialized.cu", "sm_100a", "nvrtc"]
-    html = pview.html(pview.of_module(m))
+    html = pview.html(pview.of_content(cuda_magic.display.view(m).content))
     assert html.count("async pipeline") == 3 and "<table" in html
     assert "66,560 of 65,536" in html and "warp-specialised TMA pipeline" in html
     assert 'title="cp.async.bulk.tensor global -&gt; shared"' in html

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from .. import settings
 from ..compile.compiler import CompilationResult
-from . import driver, worker
+from . import driver, launch_attrs, worker
 from .args import ArgumentError
 from .packer import Packer
 from .staging import release
@@ -78,10 +78,6 @@ def _stream(s) -> int:
 
 INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
 
-
-def _compiled_cluster(kernel):
-    from .launch_attrs import compiled_cluster
-    return compiled_cluster(kernel)
 
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
@@ -236,10 +232,9 @@ class Kernel:
                                 f"{self.name}[grid, block, shared_mem, stream](*args)")
             grid, block = _dims(key[0], "grid"), _dims(key[1], "block")
             shared = _shared(key[2] if len(key) > 2 else 0)
-            compiled = _compiled_cluster(self)
+            compiled = launch_attrs.compiled_cluster(self)
             if compiled is not None:       # __cluster_dims__: the clusters must tile the grid
-                from .launch_attrs import check_grid
-                check_grid(self.name, grid, compiled)
+                launch_attrs.check_grid(self.name, grid, compiled)
             launcher = _Launcher(self, grid + block, shared, _stream(key[3] if len(key) > 3 else None))
             if len(self._launchers) > 64:
                 self._launchers.clear()
@@ -262,32 +257,10 @@ class Kernel:
         if cluster is None and not cooperative and not pdl:
             self[grid, block, shared_mem, stream](*args)
             return
-        from .launch_attrs import _cluster, check_grid, compiled_cluster
         dims = _dims(grid, "grid") + _dims(block, "block")
         shared, handle = _shared(shared_mem), _stream(stream)
-        shape = _cluster(cluster) if cluster is not None else None
-        compiled = compiled_cluster(self)
-        if shape is not None and compiled is not None and shape != compiled:
-            raise ArgumentError(f"{self.name}: compiled with __cluster_dims__{compiled}; a launch "
-                                f"cannot give it cluster={shape} (leave cluster= out)")
-        if shape is not None or compiled is not None:
-            check_grid(self.name, dims[:3], shape or compiled)
-        if cooperative:
-            self._fits_at_once(dims, shared)
-        self.launch_raw(dims, shared, handle, tuple(args), (shape, cooperative, pdl))
-
-    def _fits_at_once(self, dims, shared: int) -> None:
-        """A cooperative grid's blocks must all be resident: at most blocks per SM x SMs."""
-        blocks = dims[0] * dims[1] * dims[2]
-        per_sm = self.occupancy(dims[3] * dims[4] * dims[5], shared)
-        drv = api()
-        sms = int(check(drv.cuDeviceGetAttribute(
-            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, driver.device()),
-            "cuDeviceGetAttribute"))
-        if blocks > per_sm * sms:
-            raise ArgumentError(f"{self.name}: a cooperative grid of {blocks} blocks does not fit on "
-                                f"the GPU at once: {per_sm} per SM x {sms} SMs = {per_sm * sms} "
-                                f"at this block size and shared memory")
+        attrs = launch_attrs.checked(self, dims, shared, cluster, cooperative, pdl)
+        self.launch_raw(dims, shared, handle, tuple(args), attrs)
 
     def __call__(self, *args, **kwargs):
         raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")
@@ -316,8 +289,7 @@ class Kernel:
         try:
             params = b[2].pack(args, staged)
             if attrs is not None:
-                from .launch_attrs import launch_ex
-                launch_ex(self, dims, shared, stream, params, *attrs)
+                launch_attrs.launch_ex(self, dims, shared, stream, params, *attrs)
                 if self.printf:
                     check(api().cuCtxSynchronize(), f"running {self.name}")
             elif self.printf:

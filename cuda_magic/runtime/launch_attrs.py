@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ..errors import ArgumentError, quote
 
-__all__ = ["compiled_cluster", "check_grid", "launch_ex", "PORTABLE_CLUSTER", "MAX_CLUSTER"]
+__all__ = ["compiled_cluster", "check_grid", "checked", "launch_ex", "PORTABLE_CLUSTER",
+           "MAX_CLUSTER"]
 
 PORTABLE_CLUSTER = 8       # blocks per cluster every sm_90+ GPU runs
 MAX_CLUSTER = 16           # with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (H100/H200)
@@ -55,6 +56,33 @@ def check_grid(name: str, grid: tuple, cluster: tuple) -> None:
         if g % c:
             raise ArgumentError(f"{name}: grid {axis} = {g} is not a multiple of the cluster's "
                                 f"{axis} = {c} (clusters tile the grid)")
+
+
+def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) -> tuple:
+    """``(cluster shape or None, cooperative, pdl)`` for :func:`launch_ex`, each limit checked:
+    the shape against ``__cluster_dims__`` and the grid, a cooperative grid against what fits
+    on the GPU at once (blocks per SM x SMs)."""
+    from . import driver
+    from .driver import api, check
+    shape = _cluster(cluster) if cluster is not None else None
+    compiled = compiled_cluster(kernel)
+    if shape is not None and compiled is not None and shape != compiled:
+        raise ArgumentError(f"{kernel.name}: compiled with __cluster_dims__{compiled}; a launch "
+                            f"cannot give it cluster={shape} (leave cluster= out)")
+    if shape is not None or compiled is not None:
+        check_grid(kernel.name, dims[:3], shape or compiled)
+    if cooperative:
+        blocks = dims[0] * dims[1] * dims[2]
+        per_sm = kernel.occupancy(dims[3] * dims[4] * dims[5], shared)
+        drv = api()
+        sms = int(check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, driver.device()),
+            "cuDeviceGetAttribute"))
+        if blocks > per_sm * sms:
+            raise ArgumentError(f"{kernel.name}: a cooperative grid of {blocks} blocks does not "
+                                f"fit on the GPU at once: {per_sm} per SM x {sms} SMs = "
+                                f"{per_sm * sms} at this block size and shared memory")
+    return shape, cooperative, pdl
 
 
 def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,

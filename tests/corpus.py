@@ -710,6 +710,8 @@ CASES: tuple[Case, ...] = (
          run=run_warp_specialized),
     Case("cluster_dsmem.cu", {"cluster_swap": 3}, {"cluster_swap": "cluster_swap"},
          run=run_cluster_dsmem),
+    Case("tma_im2col.cu", {"im2col_taps": 5}, {"im2col_taps": "im2col_taps"},
+         structs={"CUtensorMap": 128}),
     # Blackwell only: compiled and inspected here; the GPU machine (an H200) cannot run it
     Case("tcgen05_mma.cu", {"tcgen05_gemm": 6}, {"tcgen05_gemm": "tcgen05_gemm"},
          structs={"CUtensorMap": 128}, arch="sm_100a"),
@@ -743,6 +745,17 @@ def _params():
 
 
 BUILDS = _params()     # every case x compiler, as pytest params ``case, compiler``
+
+
+def skip_unless_gpu_runs(case: Case) -> None:
+    """Skip the test when ``case`` is built for an arch (``Case.arch``) the GPU here cannot run
+    (the sm_100a kernels on an sm_90 GPU)."""
+    import pytest
+
+    from cuda_magic.compile.arch import detect_arch
+    gpu = detect_arch()
+    if case.arch and gpu and case.arch.rstrip("af") != gpu.rstrip("af"):
+        pytest.skip(f"{case.file} is built for {case.arch}; the GPU is {gpu}")
 
 
 def build_case(case: Case, compiler: str):

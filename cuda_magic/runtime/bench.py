@@ -165,12 +165,14 @@ def options(repeat=100, warmup=None, flush=True, graph=False, nbytes=None, flops
 
 
 def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, repeat: int,
-            warmup: int | None, flush: bool, graph: int, nbytes, flops, dtype: str) -> Timing:
+            warmup: int | None, flush: bool, graph: int, nbytes, flops, dtype: str,
+            attrs: tuple | None = None) -> Timing:
     """Time ``kernel`` (already checked options, see :func:`options`): launches one by one or
     ``graph`` at a time in a CUDA graph, each timed with a pair of CUDA events; with ``flush``
     a memset of twice the L2 on the same stream before each timed launch, outside the events;
     queued BATCH at a time while the stream is held, so the GPU never waits for Python inside
-    an event pair."""
+    an event pair.  ``attrs``: ``(cluster, cooperative, pdl)``, each launch then a
+    ``cuLaunchKernelEx`` (:mod:`.launch_attrs`)."""
     try:
         handle, packer = kernel.handle_and_packer(shared)
     except NoGPUError as exc:
@@ -179,6 +181,9 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
     dev = driver.device()
     info = device_info()
     what = f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem={shared}]"
+    if attrs is not None:
+        what += " with " + ", ".join(w for w, on in zip(("cluster", "cooperative", "pdl"), attrs)
+                                     if on)
     staged: list = []
     events: list = []
     owned: list = []            # (destroy function, handle), destroyed in reverse order
@@ -192,6 +197,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
 
     try:
         params = packer.pack(args, staged)
+        launch = _launcher(drv, kernel, handle, dims, shared, params, attrs)
         # what made the arguments (CuPy, PyTorch, on any stream) is finished before timing
         check(drv.cuCtxSynchronize(), f"waiting for the GPU before timing {kernel.name}")
         if graph:
@@ -199,10 +205,10 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                 s = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING),
                           "cuStreamCreate")
                 owned.append((drv.cuStreamDestroy, s))
-            step = _capture(drv, handle, dims, shared, s, params, graph, what, owned)
+            step = _capture(drv, launch, s, graph, what, owned)
         else:
             def step():
-                err = drv.cuLaunchKernel(handle, *dims, shared, s, params, 0)[0]
+                err = launch(s)
                 if err != 0:
                     check((err,), what)
         warmed = _warm(drv, step, s, warmup, event)
@@ -254,14 +260,30 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                   warmup=warmed, shared_mem=shared, device=info, clocks=clocks, notes=tuple(notes))
 
 
-def _capture(drv, handle, dims, shared, s, params, n: int, what: str, owned: list):
+def _launcher(drv, kernel, handle, dims, shared: int, params, attrs):
+    """``launch(stream) -> CUresult``: one launch of the packed ``params``, with ``attrs``
+    through ``cuLaunchKernelEx`` (one config per stream, made once)."""
+    if attrs is None:
+        return lambda s: drv.cuLaunchKernel(handle, *dims, shared, s, params, 0)[0]
+    from . import launch_attrs
+    configs: dict = {}
+
+    def launch(s):
+        if s not in configs:
+            configs[s] = launch_attrs.config(kernel, dims, shared, s, *attrs)
+        cfg, func = configs[s]
+        return drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
+    return launch
+
+
+def _capture(drv, launch, s, n: int, what: str, owned: list):
     """Capture ``n`` launches on ``s`` into a CUDA graph; returns a function launching it."""
     mode = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
     check(drv.cuStreamBeginCapture(s, mode), "cuStreamBeginCapture")
     err = 0
     try:
         for _ in range(n):
-            err = drv.cuLaunchKernel(handle, *dims, shared, s, params, 0)[0]
+            err = launch(s)
             if err != 0:
                 break
     finally:

@@ -79,6 +79,9 @@ def _stream(s) -> int:
 INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
 
 
+_ELSEWHERE = ("{name}: launches with cluster, cooperative or pdl do not run in the helper process "
+              "(after a fault or under isolate()); restart the kernel to launch them")
+
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
     "shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
@@ -257,10 +260,8 @@ class Kernel:
         if cluster is None and not cooperative and not pdl:
             self[grid, block, shared_mem, stream](*args)
             return
-        dims = _dims(grid, "grid") + _dims(block, "block")
-        shared, handle = _shared(shared_mem), _stream(stream)
-        attrs = launch_attrs.checked(self, dims, shared, cluster, cooperative, pdl)
-        self.launch_raw(dims, shared, handle, tuple(args), attrs)
+        dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
+        self.launch_raw(dims, shared, _stream(stream), tuple(args), attrs)
 
     def __call__(self, *args, **kwargs):
         raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")
@@ -278,9 +279,7 @@ class Kernel:
             self.require_arch()
             if driver.elsewhere():
                 if attrs is not None:
-                    raise ArgumentError(f"{self.name}: launches with cluster, cooperative or pdl "
-                                        f"do not run in the helper process (after a fault or "
-                                        f"under isolate()); restart the kernel to launch them")
+                    raise ArgumentError(_ELSEWHERE.format(name=self.name))
                 return worker.call(self, "run", dims, shared, args)
             b = self._bind()
         if shared > self._max_dynamic:
@@ -289,9 +288,14 @@ class Kernel:
         try:
             params = b[2].pack(args, staged)
             if attrs is not None:
-                launch_attrs.launch_ex(self, dims, shared, stream, params, *attrs)
+                def run():
+                    launch_attrs.launch_ex(self, dims, shared, stream, params, *attrs)
+                    if self.printf:
+                        check(api().cuCtxSynchronize(), f"running {self.name}")
                 if self.printf:
-                    check(api().cuCtxSynchronize(), f"running {self.name}")
+                    _captured(run, getattr(self.result, "source", ""))
+                else:
+                    run()
             elif self.printf:
                 _captured(lambda: self._launch(b[1], dims, shared, stream, params, True),
                           getattr(self.result, "source", ""))
@@ -323,10 +327,28 @@ class Kernel:
         if sync:
             check(api().cuCtxSynchronize(), f"running {self.name}")
 
+    def allow_shared(self, shared: int) -> None:
+        """Bind the kernel and raise its dynamic shared memory limit to ``shared`` bytes if it
+        is above it (a launch over 48 KB does this; said once per kernel)."""
+        b = self._bind()
+        if shared > self._max_dynamic:
+            self._allow_shared(b[1], shared)
+
     def _allow_shared(self, handle, shared: int) -> None:
         drv = api()
-        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        check(drv.cuKernelSetAttribute(attr, shared, handle, driver.device()),
+        A = drv.CUfunction_attribute
+        most = int(check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            driver.device()), "cuDeviceGetAttribute"))
+        static = int(check(drv.cuKernelGetAttribute(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, handle,
+                                                    driver.device()), "cuKernelGetAttribute"))
+        if shared + static > most:
+            raise ArgumentError(f"{self.name}: {shared:,} bytes of dynamic shared memory + "
+                                f"{static:,} static = {shared + static:,}; this GPU gives a block "
+                                f"at most {most:,} bytes (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN): at "
+                                f"most {max(most - static, 0):,} dynamic")
+        check(drv.cuKernelSetAttribute(A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared,
+                                       handle, driver.device()),
               f"allowing {shared} bytes of dynamic shared memory for {self.name}")
         if not self.__dict__.get("_said_shared"):       # said once per kernel
             self._said_shared = True
@@ -355,10 +377,9 @@ class Kernel:
         ``Module.occupancy`` shows it beside the figure computed from the binary."""
         if driver.elsewhere():
             return worker.call(self, "occupancy", block, shared)
+        self.allow_shared(shared)                   # as a launch would: the opt-in
         _, handle, _, _ = self._bind()
         drv = api()
-        if shared > self._max_dynamic:
-            self._allow_shared(handle, shared)      # as a launch would: the opt-in
         func = check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
         return int(check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, int(block), int(shared)),
                          "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
@@ -367,7 +388,7 @@ class Kernel:
     def bench(self, grid, block, *args, repeat: int = 100, warmup: int | None = None,
               flush: bool = True, graph: bool | int = False, nbytes: float | None = None,
               flops: float | None = None, dtype: str = "float32", shared_mem: int = 0,
-              stream=None) -> Timing:
+              stream=None, cluster=None, cooperative: bool = False, pdl: bool = False) -> Timing:
         """Time the kernel like a benchmark harness; returns a :class:`Timing`.
 
         Warmup launches first (``warmup=None``: about 25 ms of them), then ``repeat`` timed
@@ -382,45 +403,63 @@ class Kernel:
         clock, and a plot; it is kept in ``cuda_magic.history(name)``.
         NumPy arguments are copied to the GPU once, before timing, and not copied back.
         Written like a launch, ``k.bench[grid, block](*args, repeat=...)`` is the same call
-        (``k.bench[grid, block, shared_mem, stream]`` too).  See docs/measure.md.
+        (``k.bench[grid, block, shared_mem, stream]`` too).  ``cluster``, ``cooperative``,
+        ``pdl``: the launch attributes of :meth:`launch`, on every timed launch.  See
+        docs/measure.md.
         """
         opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
                               nbytes=nbytes, flops=flops, dtype=dtype)
-        dims = _dims(grid, "grid") + _dims(block, "block")
-        shared_mem = _shared(shared_mem)
+        dims, shared_mem, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative,
+                                                   pdl)
         if driver.elsewhere():
             self.require_arch()
+            if attrs is not None:
+                raise ArgumentError(_ELSEWHERE.format(name=self.name))
             timing = worker.call(self, "bench", dims, shared_mem, args, opts)
         else:
-            timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), **opts)
+            timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), attrs=attrs,
+                                    **opts)
         return bench_history.record(self, timing, args)
 
     @_LaunchForm
     def profile(self, grid, block, *args, shared_mem: int = 0, metrics=None, set: str = "default",
-                clock_control: str = "base"):
+                clock_control: str = "base", cluster=None, cooperative: bool = False,
+                pdl: bool = False):
         """Run this launch once under Nsight Compute (ncu), in a helper process that loads the
         same binary bytes; returns a :class:`~cuda_magic.runtime.reports.Profile`: duration,
         speed of light, occupancy, L1/L2/DRAM throughput, warp stalls, per-line metrics
         (``.lines``) and the ``.ncu-rep`` path. ``metrics``: more metric names to collect;
-        ``set``: an ncu section set (``basic``, ``full``...) on top of ours. See docs/profiling.md.
+        ``set``: an ncu section set (``basic``, ``full``...) on top of ours; ``cluster``,
+        ``cooperative``, ``pdl``: the launch attributes of :meth:`launch`. See docs/profiling.md.
         """
         from . import tools
-        dims = _dims(grid, "grid") + _dims(block, "block")
-        return tools.profile(self, dims, _shared(shared_mem), args, metrics=metrics, set=set,
-                             clock_control=clock_control)
+        dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
+        return tools.profile(self, dims, shared, args, metrics=metrics, set=set,
+                             clock_control=clock_control, attrs=attrs)
+
+    def _with_attrs(self, grid, block, shared_mem, cluster, cooperative, pdl) -> tuple:
+        """``(dims, shared, attrs)`` of a launch with attributes, each checked (attrs None
+        without any): what ``bench``, ``profile`` and ``check`` launch."""
+        dims, shared = _dims(grid, "grid") + _dims(block, "block"), _shared(shared_mem)
+        attrs = None
+        if cluster is not None or cooperative or pdl:
+            attrs = launch_attrs.checked(self, dims, shared, cluster, cooperative, pdl)
+        return dims, shared, attrs
 
     @_LaunchForm
     def check(self, grid, block, *args, tool: str = "memcheck", shared_mem: int = 0,
-              print_limit: int = 10, options=()):
+              print_limit: int = 10, options=(), cluster=None, cooperative: bool = False,
+              pdl: bool = False):
         """Replay this launch under compute-sanitizer (``tool``: memcheck, racecheck, initcheck,
         synccheck) in a helper process with the same binary bytes; returns a
         :class:`~cuda_magic.runtime.reports.Check`: the first errors with cell line, block and
-        thread. ``options``: more compute-sanitizer flags, one per item. See docs/profiling.md.
+        thread. ``options``: more compute-sanitizer flags, one per item; ``cluster``,
+        ``cooperative``, ``pdl``: the launch attributes of :meth:`launch`. See docs/profiling.md.
         """
         from . import tools
-        dims = _dims(grid, "grid") + _dims(block, "block")
-        return tools.check(self, dims, _shared(shared_mem), args, tool=tool,
-                           print_limit=print_limit, options=options)
+        dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
+        return tools.check(self, dims, shared, args, tool=tool, print_limit=print_limit,
+                           options=options, attrs=attrs)
 
     @_LaunchForm
     def verify(self, grid, block, *args, reference, outputs=None, inputs="random", runs: int = 2,

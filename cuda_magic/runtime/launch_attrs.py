@@ -60,8 +60,9 @@ def check_grid(name: str, grid: tuple, cluster: tuple) -> None:
 
 def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) -> tuple:
     """``(cluster shape or None, cooperative, pdl)`` for :func:`launch_ex`, each limit checked:
-    the shape against ``__cluster_dims__`` and the grid, a cooperative grid against what fits
-    on the GPU at once (blocks per SM x SMs)."""
+    the shape against ``__cluster_dims__`` and the grid, one cluster against what fits on the
+    GPU (:func:`cluster_fit`), a cooperative grid against what fits on the GPU at once (blocks
+    per SM x SMs)."""
     from . import driver
     from .driver import api, check
     shape = _cluster(cluster) if cluster is not None else None
@@ -71,6 +72,9 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
                             f"cannot give it cluster={shape} (leave cluster= out)")
     if shape is not None or compiled is not None:
         check_grid(kernel.name, dims[:3], shape or compiled)
+        if not driver.elsewhere():        # there, the launch is refused (Kernel.launch_raw)
+            kernel.allow_shared(shared)
+            cluster_fit(kernel, dims, shared, shape, shape or compiled)
     if cooperative:
         blocks = dims[0] * dims[1] * dims[2]
         per_sm = kernel.occupancy(dims[3] * dims[4] * dims[5], shared)
@@ -85,18 +89,17 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
     return shape, cooperative, pdl
 
 
-def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,
-              pdl: bool) -> None:
-    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
+def config(kernel, dims, shared: int, stream: int, cluster, cooperative: bool, pdl: bool):
+    """``(CUlaunchConfig, CUfunction)`` of one ``cuLaunchKernelEx`` of the loaded ``kernel``
+    with these attributes (a cluster of more than 8 blocks allowed first)."""
     from .driver import api, check
     drv = api()
-    handle = kernel._bound[1]
+    func = check(drv.cuKernelGetFunction(kernel._bound[1]), "cuKernelGetFunction")
     attrs = []
     ID = drv.CUlaunchAttributeID
     if cluster is not None:
         size = cluster[0] * cluster[1] * cluster[2]
         if size > PORTABLE_CLUSTER:
-            func = check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
             check(drv.cuFuncSetAttribute(
                 func, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                 1), f"{kernel.name}: allowing a cluster of {size} blocks (non-portable)")
@@ -121,12 +124,42 @@ def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, coop
     cfg.hStream = drv.CUstream(stream)
     cfg.attrs = attrs
     cfg.numAttrs = len(attrs)
+    return cfg, func
+
+
+def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
+    """An error naming the limit when not one cluster of this shape (``given`` at the launch,
+    else ``__cluster_dims__``), block and shared memory fits on the GPU
+    (``cuOccupancyMaxActiveClusters`` is 0: the blocks of a cluster run at once on the SMs of
+    one GPC, each with its shared memory)."""
+    from .driver import api, check
+    cfg, func = config(kernel, dims, shared, 0, given, False, False)
+    fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "cuOccupancyMaxActiveClusters"))
+    if fit == 0:
+        size = cluster[0] * cluster[1] * cluster[2]
+        static = kernel.attributes.get("shared", 0)
+        per = shared + static
+        raise ArgumentError(
+            f"{kernel.name}: a cluster of {'x'.join(map(str, cluster))} = {size} blocks of "
+            f"{dims[3] * dims[4] * dims[5]} threads does not fit on the GPU "
+            f"(cuOccupancyMaxActiveClusters = 0): {per:,} bytes of shared memory per block "
+            f"({shared:,} dynamic + {static:,} static), {size * per:,} per cluster, and the "
+            f"cluster's blocks must all be resident at once in one GPC: a smaller cluster, "
+            f"block or shared memory")
+
+
+def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,
+              pdl: bool) -> None:
+    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
+    from .driver import api, check
+    drv = api()
+    cfg, func = config(kernel, dims, shared, stream, cluster, cooperative, pdl)
     what = ", ".join(w for w, on in (("cluster", cluster), ("cooperative", cooperative),
                                      ("pdl", pdl)) if on)
-    err = drv.cuLaunchKernelEx(cfg, drv.CUfunction(int(handle)), params, 0)[0]
+    err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
         from . import driver
         driver.context()
-        err = drv.cuLaunchKernelEx(cfg, drv.CUfunction(int(handle)), params, 0)[0]
+        err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
                   f"{shared}] with {what}")

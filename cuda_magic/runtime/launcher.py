@@ -11,9 +11,9 @@ arguments with the same :class:`~cuda_magic.runtime.packer.Packer` a notebook
 launch uses, launches once and synchronises.  ``--dry-run`` stops before CUDA
 and prints what it would launch (JSON), for tests.
 
-Exit status: 0 launched and finished; 2 the launch failed (the CUDA error is on
-stderr and in ``result.json``); 3 the spec is unreadable or the binary's hash
-differs.
+Exit status: 0 launched and finished; 2 the launch (or a tensor map made again over the
+copy of its array) failed (the CUDA error is on stderr and in ``result.json``); 3 the spec is
+unreadable or the binary's hash differs.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def launch(loaded: Loaded) -> None:
     """Load the bytes, launch once on the legacy default stream, wait for the kernel."""
     entry = loaded.program.kernels[loaded.name]
     k = Kernel(loaded.name, entry.params, loaded.program, entry.symbol, False)
-    k.launch_raw(loaded.dims, loaded.shared, 0, tuple(loaded.args))
+    k.launch_raw(loaded.dims, loaded.shared, 0, tuple(loaded.args), loaded.attrs)
     driver.synchronize()
 
 
@@ -48,7 +48,16 @@ def _summary(loaded: Loaded) -> dict:
     return {"kernel": loaded.name, "symbol": loaded.symbol, "format": loaded.format,
             "arch": loaded.arch, "sha256": loaded.sha256, "size": len(loaded.binary),
             "dims": list(loaded.dims), "shared": loaded.shared,
-            "args": [one(a) for a in loaded.args]}
+            "args": [one(a) for a in loaded.args], "attrs": loaded.attrs}
+
+
+def _failed(directory: str, what: str, exc: Exception) -> int:
+    """Say why on stderr and in ``result.json``; the exit status 2."""
+    name = getattr(exc, "name", "") or type(exc).__name__
+    message = str(exc).replace(driver.LOST_NOTE, "")
+    print(f"cuda-magic launcher: {what}: {message}", file=sys.stderr)
+    write_result(directory, {"ok": False, "error": name, "message": message[:2000]})
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,17 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(f"cuda-magic launcher: {exc}", file=sys.stderr)
         return 3
+    except Exception as exc:   # an argument made again on the GPU (a tensor map) failed
+        return _failed(directory, rest[0], exc)
     if dry:
         print(json.dumps(_summary(loaded)))
         return 0
     try:
         launch(loaded)
     except Exception as exc:   # the launch failed: the tool's report says why; we say what
-        name = getattr(exc, "name", "") or type(exc).__name__
-        message = str(exc).replace(driver.LOST_NOTE, "")
-        print(f"cuda-magic launcher: {loaded.name}: {message}", file=sys.stderr)
-        write_result(directory, {"ok": False, "error": name, "message": message[:2000]})
-        return 2
+        return _failed(directory, loaded.name, exc)
     write_result(directory, {"ok": True, "sha256": loaded.sha256})
     return 0
 

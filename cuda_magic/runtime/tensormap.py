@@ -1,5 +1,6 @@
 """``tma(array, box=...)``: a TMA tensor map (``CUtensorMap``) over a device array, the value of a
-``const __grid_constant__ CUtensorMap`` kernel parameter.
+``const __grid_constant__ CUtensorMap`` kernel parameter: tiled, or im2col (``im2col=``) for
+convolutions over NHWC-style arrays.
 
 The array is a CuPy array, a PyTorch tensor or anything with ``__cuda_array_interface__``
 (NumPy arrays live on the host, and a tensor map holds a device address).  Dimensions and box
@@ -8,9 +9,12 @@ lists them innermost first, as the driver and the PTX coordinates do.  Everythin
 would refuse with an opaque CUDA_ERROR_INVALID_VALUE is checked first, each error naming the
 parameter and the limit: rank 1 to 5; a 16-byte-aligned address (32 with interleave); a dense
 innermost dimension; strides multiples of 16 bytes; box sides 1 to 256; the box's innermost
-side a multiple of 16 bytes, and within the swizzle span; element strides 1 to 8.
-``cuTensorMapEncodeTiled`` then encodes it (cuda.bindings; no context needed).  The result is a
-:class:`TensorMap`: the 128 bytes (a ``bytes``), with the array kept alive beside them.
+side a multiple of 16 bytes, and within the swizzle span; element strides 1 to 8; for im2col
+rank 3 to 5, corners within the range the rank allows, a non-empty bounding box, up to 1024
+pixels and 256 channels.  ``cuTensorMapEncodeTiled`` / ``cuTensorMapEncodeIm2col`` then encode
+it (cuda.bindings; no context needed).  The result is a :class:`TensorMap`: the 128 bytes (a
+``bytes``), with the array kept alive beside them and the ``recipe`` (the keywords given) that
+rebuilds it over a copy of the array in a helper process (``k.profile``, ``k.check``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import ctypes
 
 from ..errors import ArgumentError, quote
 
-__all__ = ["tma", "TensorMap", "DATA_TYPES"]
+__all__ = ["tma", "TensorMap", "DATA_TYPES", "IM2COL_CORNER"]
 
 # dtype (NumPy / torch name) -> CUtensorMapDataType suffix and element bytes
 DATA_TYPES = {"uint8": ("UINT8", 1), "int8": ("UINT8", 1), "bool": ("UINT8", 1),
@@ -31,16 +35,20 @@ _SWIZZLE = {"none": ("NONE", None), "32B": ("32B", 32), "64B": ("64B", 64), "128
 _L2 = {"none": "NONE", "64B": "L2_64B", "128B": "L2_128B", "256B": "L2_256B"}
 _OOB = {"zero": "NONE", "nan": "NAN_REQUEST_ZERO_FMA"}
 _INTERLEAVE = {"none": "NONE", "16B": "16B", "32B": "32B"}
+IM2COL_CORNER = {3: 1 << 15, 4: 1 << 7, 5: 1 << 4}   # rank -> corners in [-x, x - 1]
+_MAX_PIXELS, _MAX_CHANNELS = 1024, 256
 
 
 class TensorMap(bytes):
     """A ``CUtensorMap``: 128 bytes, passed by value as a kernel argument.  ``array`` (kept
-    alive while the map is), ``shape``, ``box``, ``dtype`` and ``swizzle`` as given to
-    :func:`tma`."""
+    alive while the map is), ``shape``, ``box``, ``dtype``, ``swizzle``, ``im2col`` (None for a
+    tiled map) as given to :func:`tma`; ``recipe`` the keywords that make it again over another
+    array of the same layout."""
 
     def __repr__(self) -> str:
+        mode = "" if self.im2col is None else f", im2col {self.im2col[0]}..{self.im2col[1]}"
         return (f"<TensorMap {self.dtype} {'x'.join(map(str, self.shape))}, box "
-                f"{'x'.join(map(str, self.box))}, swizzle {self.swizzle}>")
+                f"{'x'.join(map(str, self.box))}{mode}, swizzle {self.swizzle}>")
 
 
 def _layout(array) -> tuple[int, tuple, tuple, str]:
@@ -85,16 +93,42 @@ def _choice(table: dict, value, what: str) -> str:
     return table[value]
 
 
+def _ints(value, n: int, what: str, low: int | None = None, high: int | None = None) -> tuple:
+    """``value`` as ``n`` ints (an int alone when n is 1), each in [low, high]; else an error
+    naming ``what``."""
+    t = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) \
+        else None
+    if t is None or len(t) != n or not all(isinstance(x, int) and not isinstance(x, bool)
+                                           for x in t):
+        raise ArgumentError(f"tma({what}={quote(value, 40)}): {n} int{'s' * (n != 1)}")
+    for i, x in enumerate(t):
+        if (low is not None and x < low) or (high is not None and x > high):
+            raise ArgumentError(f"tma({what}={quote(value, 40)}): {what}[{i}]={x}; each is "
+                                f"{low} to {high}")
+    return t
+
+
 def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promotion: str = "none",
-        oob_fill: str = "zero", element_strides=None) -> TensorMap:
-    """A tiled TMA tensor map over ``array`` (a CuPy array or PyTorch tensor on the GPU) whose box
-    is ``box`` (one side per dimension, outermost first, as the array's shape reads: a 64 x 64
-    tile of a row-major matrix is ``box=(64, 64)``).  ``swizzle``: ``"none"``, ``"32B"``,
-    ``"64B"``, ``"128B"`` (the box's innermost side must fit in it); ``interleave``:
-    ``"none"``, ``"16B"``, ``"32B"``; ``l2_promotion``: ``"none"``, ``"64B"``, ``"128B"``,
-    ``"256B"``; ``oob_fill``: ``"zero"`` or ``"nan"`` (elements outside the array);
-    ``element_strides``: per dimension, 1 to 8 (default 1).  The kernel parameter is
-    ``const __grid_constant__ CUtensorMap``; PTX coordinates go innermost first.
+        oob_fill: str = "zero", element_strides=None, im2col=None, data_type=None) -> TensorMap:
+    """A TMA tensor map over ``array`` (a CuPy array or PyTorch tensor on the GPU).
+
+    Tiled (the default): ``box`` is the tile, one side per dimension, outermost first, as the
+    array's shape reads (a 64 x 64 tile of a row-major matrix is ``box=(64, 64)``).
+
+    Im2col (``im2col=(lower, upper)``, an NHWC / NDHWC / NWC array): ``lower`` and ``upper``
+    are the bounding box's corners over the spatial dimensions, outermost first (``(h, w)``
+    for NHWC: ``lower=(-pad_h, -pad_w)``, ``upper=(pad_h - (R - 1) * dil_h, ...)`` for an R x S
+    filter), and ``box=(pixels, channels)`` the tile one load writes: ``pixels`` (up to 1024)
+    rows of ``channels`` (up to 256) elements.  The kernel loads with
+    ``cp.async.bulk.tensor.Nd...im2col`` and gives the filter tap as the im2col offsets.
+
+    ``swizzle``: ``"none"``, ``"32B"``, ``"64B"``, ``"128B"`` (the box's innermost side must
+    fit in it); ``interleave``: ``"none"``, ``"16B"``, ``"32B"``; ``l2_promotion``:
+    ``"none"``, ``"64B"``, ``"128B"``, ``"256B"``; ``oob_fill``: ``"zero"`` or ``"nan"``
+    (elements outside the array); ``element_strides``: per dimension, 1 to 8 (default 1);
+    ``data_type``: the element type when the dtype does not say it (``"bfloat16"`` for a uint16
+    view of bf16 data).  The kernel parameter is ``const __grid_constant__ CUtensorMap``; PTX
+    coordinates go innermost first.
 
     Example::
 
@@ -102,6 +136,14 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
         gemm[(N // 64, M // 64), 128](tma(a, box=(64, 64), swizzle="128B"), ...)
     """
     address, shape, strides, dname = _layout(array)
+    if data_type is not None:
+        if data_type not in DATA_TYPES:
+            raise ArgumentError(f"tma(data_type={quote(data_type, 40)}): one of "
+                                f"{', '.join(sorted(DATA_TYPES))}")
+        if DATA_TYPES[data_type][1] != DATA_TYPES.get(dname, (None, None))[1]:
+            raise ArgumentError(f"tma(data_type={data_type!r}): elements of "
+                                f"{DATA_TYPES[data_type][1]} bytes; the array's ({dname}) are not")
+        dname = data_type
     rank = len(shape)
     if not 1 <= rank <= 5:
         raise ArgumentError(f"tma(array): a tensor map has 1 to 5 dimensions; this array has {rank}")
@@ -109,17 +151,26 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
         raise ArgumentError(f"tma(array): dtype {dname} has no tensor-map type; it takes "
                             f"{', '.join(sorted(DATA_TYPES))}")
     kind, size = DATA_TYPES[dname]
-    box = (box,) if isinstance(box, int) else tuple(box) if isinstance(box, (tuple, list)) else None
-    if box is None or len(box) != rank or not all(isinstance(b, int) and not isinstance(b, bool)
-                                                  for b in box):
-        raise ArgumentError(f"tma(box={quote(box, 40)}): one int per dimension of the array "
-                            f"(shape {shape})")
-    for i, b in enumerate(box):
-        if not 1 <= b <= 256:
-            raise ArgumentError(f"tma(box={box}): box[{i}]={b}; each side is 1 to 256 elements")
-        if b > shape[i]:
-            raise ArgumentError(f"tma(box={box}): box[{i}]={b} is larger than the array's "
-                                f"dimension {i} ({shape[i]})")
+    if im2col is None:
+        box = (box,) if isinstance(box, int) else tuple(box) if isinstance(box, (tuple, list)) \
+            else None
+        if box is None or len(box) != rank or not all(isinstance(b, int) and not isinstance(b, bool)
+                                                      for b in box):
+            raise ArgumentError(f"tma(box={quote(box, 40)}): one int per dimension of the array "
+                                f"(shape {shape})")
+        for i, b in enumerate(box):
+            if not 1 <= b <= 256:
+                raise ArgumentError(f"tma(box={box}): box[{i}]={b}; each side is 1 to 256 elements")
+            if b > shape[i]:
+                raise ArgumentError(f"tma(box={box}): box[{i}]={b} is larger than the array's "
+                                    f"dimension {i} ({shape[i]})")
+        corners = None
+    else:
+        corners = _im2col(im2col, rank, shape)
+        box = _ints(box, 2, "box", 1, _MAX_PIXELS)
+        if box[1] > _MAX_CHANNELS:
+            raise ArgumentError(f"tma(box={box}, im2col=...): box is (pixels, channels): at most "
+                                f"{_MAX_PIXELS} pixels and {_MAX_CHANNELS} channels per load")
     es = (1,) * rank if element_strides is None else tuple(element_strides)
     if len(es) != rank or not all(isinstance(e, int) and 1 <= e <= 8 for e in es):
         raise ArgumentError(f"tma(element_strides={quote(element_strides, 40)}): one int from 1 "
@@ -141,26 +192,66 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
                                 f"map's strides are multiples of 16 bytes below 2**40 (pad the "
                                 f"rows to a multiple of {16 // size if size < 16 else 1} elements)")
     inner = box[-1] * size
+    side = "the innermost side" if corners is None else "a pixel's channels"
     if interleave == "none" and inner % 16:
-        raise ArgumentError(f"tma(box={box}): the innermost side is {inner} bytes; it must be a "
-                            f"multiple of 16 bytes")
+        raise ArgumentError(f"tma(box={box}): {side} is {inner} bytes; it must be a multiple of "
+                            f"16 bytes")
     if span is not None and interleave == "none" and inner > span:
-        raise ArgumentError(f"tma(box={box}, swizzle={swizzle!r}): the innermost side is {inner} "
-                            f"bytes, more than the {span}-byte swizzle span")
+        raise ArgumentError(f"tma(box={box}, swizzle={swizzle!r}): {side} is {inner} bytes, more "
+                            f"than the {span}-byte swizzle span")
     from cuda.bindings import driver as drv
     from .driver import check
     T = drv.CUtensorMapDataType, drv.CUtensorMapInterleave, drv.CUtensorMapSwizzle, \
         drv.CUtensorMapL2promotion, drv.CUtensorMapFloatOOBfill
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     rev = lambda t: list(reversed(t))     # noqa: E731  (the map lists the innermost first)
-    tmap = check(drv.cuTensorMapEncodeTiled(
-        getattr(T[0], f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), u32(rank), address,
-        [u64(d) for d in rev(shape)], [u64(s) for s in rev(strides[:-1])],
-        [u32(b) for b in rev(box)], [u32(e) for e in rev(es)],
-        getattr(T[1], f"CU_TENSOR_MAP_INTERLEAVE_{inter}"),
-        getattr(T[2], f"CU_TENSOR_MAP_SWIZZLE_{swz}"),
-        getattr(T[3], f"CU_TENSOR_MAP_L2_PROMOTION_{l2}"),
-        getattr(T[4], f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{oob}")), "cuTensorMapEncodeTiled")
+    common = (getattr(T[0], f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), u32(rank), address,
+              [u64(d) for d in rev(shape)], [u64(s) for s in rev(strides[:-1])])
+    modes = ([u32(e) for e in rev(es)], getattr(T[1], f"CU_TENSOR_MAP_INTERLEAVE_{inter}"),
+             getattr(T[2], f"CU_TENSOR_MAP_SWIZZLE_{swz}"),
+             getattr(T[3], f"CU_TENSOR_MAP_L2_PROMOTION_{l2}"),
+             getattr(T[4], f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{oob}"))
+    if corners is None:
+        tmap = check(drv.cuTensorMapEncodeTiled(*common, [u32(b) for b in rev(box)], *modes),
+                     "cuTensorMapEncodeTiled")
+    else:
+        tmap = check(drv.cuTensorMapEncodeIm2col(*common, rev(corners[0]), rev(corners[1]),
+                                                 u32(box[1]), u32(box[0]), *modes),
+                     "cuTensorMapEncodeIm2col")
     out = TensorMap(ctypes.string_at(tmap.getPtr(), 128))
     out.array, out.shape, out.box, out.dtype, out.swizzle = array, shape, box, dname, swizzle
+    out.im2col = corners
+    out.recipe = {"box": list(box), "swizzle": swizzle, "interleave": interleave,
+                  "l2_promotion": l2_promotion, "oob_fill": oob_fill,
+                  "element_strides": list(es), "data_type": dname,
+                  "im2col": None if corners is None else [list(c) for c in corners]}
     return out
+
+
+def _im2col(value, rank: int, shape: tuple) -> tuple:
+    """``(lower, upper)`` corners of an im2col map, checked against the rank and the shape."""
+    if not 3 <= rank <= 5:
+        raise ArgumentError(f"tma(im2col=...): an im2col map has 3 to 5 dimensions (NWC, NHWC, "
+                            f"NDHWC); this array has {rank}")
+    n = rank - 2
+    form = (f"(lower, upper), each {n} int{'s' * (n != 1)} over the spatial dimensions, "
+            f"outermost first")
+    corners = tuple(value) if isinstance(value, (tuple, list)) else ()
+    corners = tuple((c,) if isinstance(c, int) else tuple(c) if isinstance(c, (tuple, list))
+                    else None for c in corners)
+    if len(corners) != 2 or any(c is None or len(c) != n or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in c) for c in corners):
+        raise ArgumentError(f"tma(im2col={quote(value, 60)}): {form}")
+    limit = IM2COL_CORNER[rank]
+    for name, corner in zip(("lower", "upper"), corners):
+        for i, x in enumerate(corner):
+            if not -limit <= x < limit:
+                raise ArgumentError(f"tma(im2col={quote(value, 60)}): {name}[{i}]={x}; a rank-"
+                                    f"{rank} map's corners are {-limit} to {limit - 1}")
+    lower, upper = corners
+    for i, (lo, up) in enumerate(zip(lower, upper)):
+        if shape[1 + i] - 1 + up < lo:
+            raise ArgumentError(f"tma(im2col=({lower}, {upper})): spatial dimension {i} "
+                                f"({shape[1 + i]}) from {lo} to {shape[1 + i] - 1 + up} is empty; "
+                                f"the bounding box runs from lower to dimension - 1 + upper")
+    return lower, upper

@@ -64,9 +64,10 @@ def _describe(a) -> str:
     return {"cupy": "CuPy array", "torch": "PyTorch tensor"}.get(mod, type(a).__name__)
 
 
-def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
+def write_spec(kernel, dims, shared: int, args, directory: str, attrs=None) -> list[str]:
     """Write what the helper process launches into ``directory``: the binary (exact bytes),
-    ``spec.json`` and the arguments.  Returns notes for the user (device arrays copied)."""
+    ``spec.json``, the arguments and the launch attributes (``(cluster, cooperative, pdl)``
+    or None).  Returns notes for the user (device arrays copied)."""
     import numpy as np
     r = kernel.result
     if len(args) != len(kernel.params):
@@ -80,6 +81,9 @@ def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
         def array(a, i=i, p=p):
             if not isinstance(a, np.ndarray):
                 device = not (library(a) == "torch" and not getattr(a, "is_cuda", True))
+                what = _describe(a)
+                if a is not args[i]:                   # a TensorMap's array
+                    what = f"tensor map's {what} (the map is made again over the copy)"
                 try:
                     a = host_copy(a)
                 except Exception as exc:
@@ -89,7 +93,7 @@ def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
                                         f"could not be copied to the host for the helper process "
                                         f"({clip(str(exc), 200)}); pass a NumPy array") from None
                 if device:
-                    notes.append(f"'{p.name}': the {_describe(args[i])} was copied to the host for "
+                    notes.append(f"'{p.name}': the {what} was copied to the host for "
                                  f"the helper process; the kernel ran on that copy, your array is "
                                  f"unchanged")
             if a.dtype.hasobject:
@@ -105,7 +109,7 @@ def write_spec(kernel, dims, shared: int, args, directory: str) -> list[str]:
                                 f"{type(a).__name__}") from None
     program = Program.of(r, {kernel.name: Entry(_symbol(kernel), kernel.params)},
                          prefix="launcher:")
-    specdir.write(directory, program, kernel.name, dims, shared, encoded, arrays)
+    specdir.write(directory, program, kernel.name, dims, shared, encoded, arrays, attrs)
     return notes
 
 
@@ -185,7 +189,8 @@ def _items(value):
 
 
 def profile(kernel, dims, shared: int, args, *, metrics=None, set: str = "default",
-            clock_control: str = "base", timeout: float = _TIMEOUT_S) -> "reports.Profile":
+            clock_control: str = "base", timeout: float = _TIMEOUT_S,
+            attrs=None) -> "reports.Profile":
     """Run one launch of ``kernel`` under Nsight Compute; a :class:`~.reports.Profile`."""
     items = [m.strip() for m in metrics.split(",") if m.strip()] if isinstance(metrics, str) \
         else _items(metrics)
@@ -206,7 +211,7 @@ def profile(kernel, dims, shared: int, args, *, metrics=None, set: str = "defaul
     rep = _report_path(kernel.name)
     want = list(dict.fromkeys([*reports.METRICS, *(metrics or ())]))
     with tempfile.TemporaryDirectory(prefix="cuda-magic-tool-") as tmp:
-        notes = write_spec(kernel, dims, shared, args, tmp)
+        notes = write_spec(kernel, dims, shared, args, tmp, attrs)
         child, env = _child(tmp)
         argv = [ncu, "--target-processes", "all", "--kernel-name-base", "mangled",
                 "--kernel-name", symbol, "--launch-count", "1", "--clock-control", clock_control,
@@ -327,7 +332,7 @@ def _ncu_import(ncu: str, rep: str, options: list[str], timeout: float) -> str:
 # ------------------------------------------------------------------------- compute-sanitizer
 
 def check(kernel, dims, shared: int, args, *, tool: str = "memcheck", print_limit: int = 10,
-          options=(), timeout: float = _TIMEOUT_S) -> "reports.Check":
+          options=(), timeout: float = _TIMEOUT_S, attrs=None) -> "reports.Check":
     """Run one launch of ``kernel`` under compute-sanitizer; a :class:`~.reports.Check`."""
     if not isinstance(tool, str) or tool not in SANITIZER_TOOLS:
         raise ArgumentError(f"tool={quote(tool, 80)}: one of {', '.join(SANITIZER_TOOLS)}")
@@ -343,7 +348,7 @@ def check(kernel, dims, shared: int, args, *, tool: str = "memcheck", print_limi
     sanitizer = _tools.find("compute-sanitizer")
     symbol = _symbol(kernel)
     with tempfile.TemporaryDirectory(prefix="cuda-magic-tool-") as tmp:
-        notes = write_spec(kernel, dims, shared, args, tmp)
+        notes = write_spec(kernel, dims, shared, args, tmp, attrs)
         child, env = _child(tmp)
         argv = [sanitizer, "--tool", tool, "--print-limit", str(print_limit),
                 "--error-exitcode", str(_EXIT_SANITIZER), "--target-processes", "all",

@@ -106,10 +106,27 @@ def _raw(v) -> bytes | None:
     if hasattr(v, "getPtr") and type(v).__name__ == "CUtensorMap":   # cuda.bindings' own
         import ctypes
         return ctypes.string_at(int(v.getPtr()), 128)
+    if type(v).__name__ == "TensorMapDescriptor":                     # cuda.core's
+        return _core_tensor_map(v)
     try:
         return bytes(memoryview(v))
     except TypeError:
         return None
+
+
+def _core_tensor_map(v) -> bytes | None:
+    """The 128 bytes of a cuda.core ``TensorMapDescriptor``, as cuda.core's own launch packs it
+    (its ``ParamHolder``: the descriptor has no public accessor for them); None when that
+    private module is not there."""
+    import ctypes
+    import importlib
+    module = type(v).__module__.rsplit(".", 1)[0] + "._kernel_arg_handler"
+    try:
+        holder = importlib.import_module(module).ParamHolder((v,))
+    except (ImportError, AttributeError):
+        return None
+    address = ctypes.c_void_p.from_address(int(holder.ptr)).value
+    return ctypes.string_at(address, 128) if address else None
 
 
 def struct_arg(packer, p: Param, size: int):
@@ -129,9 +146,9 @@ def _exact_bytes(packer, p: Param, size: int, what: str):
     def conv(v, staged):
         data = _raw(v)
         if data is None and type(v).__name__ == "TensorMapDescriptor":
-            raise ArgumentError(f"{packer._where(p)}: cuda.core's TensorMapDescriptor keeps its "
-                                f"128 bytes to itself (no Python accessor in cuda.core 1.2), so "
-                                f"only cuda.core's launch can pass it; make the argument with "
+            raise ArgumentError(f"{packer._where(p)}: this cuda.core has no kernel-argument "
+                                f"packer (_kernel_arg_handler) to read the TensorMapDescriptor's "
+                                f"128 bytes from; make the argument with "
                                 f"cuda_magic.tma(array, box=...)")
         if data is None:
             raise ArgumentError(f"{packer._where(p)}{what}, not {type(v).__name__}")

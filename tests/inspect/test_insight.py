@@ -12,7 +12,7 @@ from cuda_magic.compile import binary
 from cuda_magic.inspect import diff
 from cuda_magic.inspect import lines as lines_mod
 from cuda_magic.inspect.occupancy import OccupancyError, occupancy
-from corpus import BUILDS, build_case
+from corpus import BUILDS, build_case, skip_unless_gpu_runs
 
 SPILL = ["--use_fast_math", "--maxrregcount=24"]
 
@@ -255,6 +255,7 @@ def test_heat_map_falls_back_to_the_source_without_nvdisasm(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case, compiler", [b for b in BUILDS if b.values[1] == "nvrtc"])
 def test_driver_occupancy_agrees(case, compiler):
+    skip_unless_gpu_runs(case)
     m = build_case(case, compiler)
     m.load()
     for name, k in m.kernels.items():

@@ -42,6 +42,67 @@ def test_a_layout_the_driver_would_refuse_is_said_first(array, kw, message):
         tma(array, **kw)
 
 
+@pytest.mark.parametrize("array, kw, message", [
+    (Cai((8, 64)), dict(box=(32, 16), im2col=((0,), (0,))),
+     r"an im2col map has 3 to 5 dimensions \(NWC, NHWC, NDHWC\); this array has 2"),
+    (Cai((2, 8, 8, 16)), dict(box=(32, 16), im2col=(-1, -1)), r"im2col=\(-1, -1\)\): \(lower, upper\), each 2 ints over the spatial dim"),
+    (Cai((2, 8, 8, 16)), dict(box=(32, 16), im2col=((-1,), (-1,))), r"each 2 ints over"),
+    (Cai((2, 8, 8, 16)), dict(box=(32, 16), im2col=((-200, 0), (0, 0))),
+     r"lower\[0\]=-200; a rank-4 map's corners are -128 to 127"),
+    (Cai((2, 4, 8, 8, 16)), dict(box=(32, 16), im2col=((0, 0, 0), (0, 16, 0))),
+     r"upper\[1\]=16; a rank-5 map's corners are -16 to 15"),
+    (Cai((2, 8, 8, 16)), dict(box=(32, 16), im2col=((0, 0), (-9, 0))),
+     r"spatial dimension 0 \(8\) from 0 to -2 is empty"),
+    (Cai((2, 8, 8, 16)), dict(box=(2048, 16), im2col=((0, 0), (0, 0))),
+     r"box\[0\]=2048; each is 1 to 1024"),
+    (Cai((2, 8, 8, 512)), dict(box=(32, 300), im2col=((0, 0), (0, 0))),
+     r"box is \(pixels, channels\): at most 1024 pixels and 256 channels"),
+    (Cai((2, 8, 8, 16)), dict(box=(32, 6), im2col=((0, 0), (0, 0))),
+     r"a pixel's channels is 24 bytes; it must be a multiple of 16"),
+    (Cai((2, 8, 8, 64)), dict(box=(32, 64), im2col=((0, 0), (0, 0)), swizzle="128B"),
+     r"a pixel's channels is 256 bytes, more than the 128-byte swizzle span"),
+    (Cai((64, 64)), dict(box=(8, 8), data_type="bfloat16"),
+     r"data_type='bfloat16'\): elements of 2 bytes; the array's \(float32\) are not"),
+    (Cai((64, 64)), dict(box=(8, 8), data_type="float128"), r"data_type='float128'\): one of"),
+])
+def test_an_im2col_or_data_type_the_driver_would_refuse_is_said_first(array, kw, message):
+    with pytest.raises(ArgumentError, match=message):
+        tma(array, **kw)
+
+
+def test_a_tensor_map_crosses_to_a_tool_as_its_array_and_recipe(tmp_path, monkeypatch):
+    """k.profile / k.check run the launch in another process, where this process's device
+    address means nothing: the spec carries the map's array and the keywords that made it, and
+    the child makes the map again over its own copy; the launch attributes cross too."""
+    import json
+
+    import numpy as np
+    from cuda_magic.runtime import device_array, tensormap, tools
+    from cuda_magic.runtime.helper.specdir import read
+    from cuda_magic.runtime.tensormap import TensorMap
+    m = cuda_magic.build((KERNELS / "tensormap.cu").read_text(),
+                         cuda_magic.line_config(arch="sm_90a"), load=False)
+    host = np.arange(40 * 72, dtype=np.float32).reshape(40, 72)
+    t = TensorMap(bytes(128))
+    t.array = host
+    t.recipe = {"box": [16, 32], "swizzle": "none", "interleave": "none", "l2_promotion": "none",
+                "oob_fill": "zero", "element_strides": [1, 1], "data_type": "float32",
+                "im2col": None}
+    out = np.zeros_like(host)
+    tools.write_spec(m.tma_scale_tile, (3, 3, 1, 128, 1, 1), 0, (t, out, 40, 72, -2.0),
+                     str(tmp_path), ((3, 1, 1), False, True))
+    spec = json.loads((tmp_path / "spec.json").read_text())
+    assert spec["args"][0] == {"kind": "tensormap", "file": "arg0.npy", "recipe": t.recipe}
+    assert spec["attrs"] == [[3, 1, 1], False, True]
+    made = []
+    monkeypatch.setattr(device_array.DeviceArray, "upload", classmethod(lambda cls, a: ("copy", a)))
+    monkeypatch.setattr(tensormap, "tma", lambda a, **kw: made.append((a, kw)) or b"map")
+    loaded = read(str(tmp_path))
+    assert loaded.args[0] == b"map" and loaded.attrs == ((3, 1, 1), False, True)
+    (copy, again), kw = made[0]
+    assert copy == "copy" and again.tobytes() == host.tobytes() and kw == t.recipe
+
+
 def test_host_arrays_are_refused_with_what_to_do():
     import numpy as np
     with pytest.raises(ArgumentError, match=r"a NumPy array lives on the host.*CuPy array or a "
@@ -81,7 +142,8 @@ def test_a_compiled_cluster_shape_is_checked_at_a_plain_launch():
 
 def test_tensor_map_arguments_a_launch_takes_and_one_it_cannot():
     """A CUtensorMap parameter takes 128 bytes (a TensorMap is bytes) and cuda.bindings'
-    CUtensorMap; cuda.core's TensorMapDescriptor hides its bytes: the error says what to use."""
+    CUtensorMap; a cuda.core TensorMapDescriptor where cuda.core's argument packer is missing:
+    the error says what to use (the GPU test passes a real one)."""
     from cuda_magic.runtime.packer import Packer
     from cuda_magic.runtime.types import Param
     from cuda_magic.runtime.tensormap import TensorMap
@@ -94,8 +156,8 @@ def test_tensor_map_arguments_a_launch_takes_and_one_it_cannot():
 
     class TensorMapDescriptor:          # cuda.core's, as far as a launch can see it
         pass
-    with pytest.raises(ArgumentError, match=r"parameter 'tmap'.*cuda.core's TensorMapDescriptor "
-                                            r"keeps its 128 bytes to itself.*cuda_magic.tma"):
+    with pytest.raises(ArgumentError, match=r"parameter 'tmap'.*no kernel-argument packer "
+                                            r"\(_kernel_arg_handler\).*cuda_magic.tma"):
         conv(TensorMapDescriptor(), [])
 
 
@@ -235,3 +297,103 @@ extern "C" __global__ void far_end(float* out, int words) {
     err = capfd.readouterr().err
     assert err.count("far_end: 100,000 bytes of dynamic shared memory asked for: its limit "
                      "raised from 48 KB") == 1, err
+
+
+@pytest.mark.gpu
+def test_an_im2col_map_gathers_each_filter_tap_with_its_padding():
+    """A 3 x 3 filter over an NHWC tensor padded 1 in H and 0 in W: tap (r, s) of output pixel
+    (oh, ow) reads input (oh - 1 + r, ow + s), zeros in the padding (the bounding box)."""
+    import numpy as np
+    torch = pytest.importorskip("torch")
+    m = cuda_magic.build((KERNELS / "tma_im2col.cu").read_text())
+    N, H, W, C, R, S = 2, 8, 6, 16, 3, 3
+    x = torch.randn(N, H, W, C, device="cuda", generator=torch.Generator(device="cuda").manual_seed(5))
+    t = tma(x, box=(32, 16), im2col=((-1, 0), (1 - (R - 1), 0 - (S - 1))))
+    assert t.im2col == ((-1, 0), (-1, -2)) and "im2col" in repr(t)
+    out = torch.full((R * S, 32, C), float("nan"), device="cuda")
+    m.im2col_taps[(S, R), 128](t, out, 0, -1, 0)            # image 0, from (h, w) = (-1, 0)
+    torch.cuda.synchronize()
+    pad = np.pad(x.cpu().numpy(), ((0, 0), (1, 1), (0, 0), (0, 0)))
+    oh, ow = np.divmod(np.arange(32), W - (S - 1))           # 8 x 4 output pixels
+    want = np.stack([pad[0, oh + r, ow + s] for r in range(R) for s in range(S)])
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
+
+
+@pytest.mark.gpu
+def test_a_cuda_core_tensor_map_descriptor_is_taken_as_it_is():
+    cp = pytest.importorskip("cupy")
+    from cuda.core.utils import StridedMemoryView
+    m = cuda_magic.build((KERNELS / "tensormap.cu").read_text())
+    rows, cols = 40, 72
+    src = cp.random.standard_normal((rows, cols), dtype=cp.float32)
+    out = cp.zeros_like(src)
+    desc = StridedMemoryView(src, stream_ptr=-1).as_tensor_map(box_dim=(16, 32))
+    m.tma_scale_tile[((cols + 31) // 32, (rows + 15) // 16), 128](desc, out, rows, cols, 3.0)
+    cp.testing.assert_array_equal(out, 3.0 * src)
+
+
+@pytest.mark.gpu
+def test_bench_check_and_profile_take_attributes_and_tensor_maps(capsys):
+    """k.bench with cluster=; k.check and k.profile of a TMA kernel (the map made again over
+    the helper's copy) and of a cluster launch; printf from an attribute launch is captured."""
+    cp = pytest.importorskip("cupy")
+    m = cuda_magic.build(RUNTIME_CLUSTER)
+    out = cp.zeros(3 * 64, dtype=cp.int32)
+    timing = m.ranks.bench(64, 32, out, cluster=(4, 1, 1), repeat=20)
+    assert timing.n == 20 and timing.median_ms > 0
+    assert out.reshape(64, 3)[:, 1].get().tolist() == [4] * 64     # the timed launches' clusters
+    c = m.ranks.check(64, 32, out, cluster=(4, 1, 1))
+    assert c.ok, c          # the helper ran the cluster launch (without clusters map_shared_rank faults)
+
+    t = cuda_magic.build((KERNELS / "tensormap.cu").read_text())
+    rows, cols = 40, 72
+    src = cp.random.standard_normal((rows, cols), dtype=cp.float32)
+    dst = cp.zeros_like(src)
+    grid = ((cols + 31) // 32, (rows + 15) // 16)
+    c = t.tma_scale_tile.check(grid, 128, tma(src, box=(16, 32)), dst, rows, cols, -2.0)
+    assert c.ok and c.child == {"ok": True, "sha256": c.child["sha256"]}, c
+    assert any(n.startswith("'tmap': the tensor map's CuPy array (the map is made again over the "
+                            "copy) was copied to the host") for n in c.notes), c.notes
+    p = t.tma_scale_tile.profile(grid, 128, tma(src, box=(16, 32)), dst, rows, cols, -2.0)
+    assert p.duration_us > 0
+
+    say = cuda_magic.build(r'''
+#include <cstdio>
+extern "C" __global__ void __cluster_dims__(2, 1, 1) hello(int n) {
+    if (threadIdx.x == 0) printf("block %d of %d\n", (int)blockIdx.x, n);
+}''')
+    capsys.readouterr()
+    say.hello.launch(2, 32, (2,), pdl=True)
+    printed = capsys.readouterr().out
+    assert sorted(printed.splitlines()) == ["block 0 of 2", "block 1 of 2"], printed
+
+
+@pytest.mark.gpu
+def test_shared_memory_limits_are_named():
+    import numpy as np
+    m = cuda_magic.build(r"""
+extern "C" __global__ void big(float* out, int words) {
+    extern __shared__ float buf[];
+    for (int i = threadIdx.x; i < words; i += blockDim.x) buf[i] = i;
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = buf[words - 1];
+}""")
+    out = np.zeros(16, np.float32)
+    with pytest.raises(ArgumentError, match=r"big: 300,000 bytes of dynamic shared memory \+ 0 "
+                                            r"static = 300,000; this GPU gives a block at most "
+                                            r"[\d,]+ bytes"):
+        m.big[1, 256, 300_000](out, 10)
+    most = m.big.attributes["max_dynamic_shared"]
+    from cuda_magic.runtime import launch_attrs
+    m.big.allow_shared(200_000)
+    from cuda_magic.runtime.driver import api, check
+    cfg, func = launch_attrs.config(m.big, (16, 1, 1, 1024, 1, 1), 200_000, 0, (16, 1, 1),
+                                    False, False)
+    fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "probe"))
+    print("max active clusters of 16 x 200 KB:", fit, "max dynamic", most)
+    if fit == 0:
+        with pytest.raises(ArgumentError, match=r"a cluster of 16x1x1 = 16 blocks .* does not fit"):
+            m.big.launch(16, 1024, (out, 10), 200_000, cluster=16)
+    else:
+        m.big.launch(16, 1024, (out, 10), 200_000, cluster=16)
+        assert out[0] == 9

@@ -6,7 +6,10 @@ Each argument becomes one tuple of plain data:
 - ``("value", v)``: a number (or, over a pickling transport, any value the child's
   :class:`~cuda_magic.runtime.packer.Packer` judges as a notebook launch would);
 - ``("bytes", b)``: raw bytes (a struct by value, a NumPy structured scalar);
-- ``("null",)``: ``None``, a null pointer.
+- ``("null",)``: ``None``, a null pointer;
+- ``("tensormap", name, recipe)``: a :class:`~cuda_magic.runtime.tensormap.TensorMap`, whose
+  128 bytes hold this process's device address: its array is sent by name and the child makes
+  the map again over its own device copy (``recipe``: the keywords of ``tma``).
 
 :func:`encode` makes one, :func:`decode` rebuilds the argument from it and the arrays;
 :func:`to_json`/:func:`from_json` are the same tuples in a spec directory's ``spec.json``.
@@ -18,10 +21,10 @@ from __future__ import annotations
 from typing import Callable, Mapping
 from ...errors import EncodingError
 
-__all__ = ["ARRAY", "VALUE", "BYTES", "NULL", "EncodingError", "encode", "decode", "to_json",
+__all__ = ["ARRAY", "VALUE", "BYTES", "NULL", "TENSORMAP", "EncodingError", "encode", "decode", "to_json",
            "from_json", "is_array", "library", "host_copy"]
 
-ARRAY, VALUE, BYTES, NULL = "array", "value", "bytes", "null"
+ARRAY, VALUE, BYTES, NULL, TENSORMAP = "array", "value", "bytes", "null", "tensormap"
 
 
 def library(a) -> str:
@@ -44,6 +47,8 @@ def encode(a, array: Callable[[object], str], other: Callable | None = None, pla
     ``plain=False`` every argument that is neither None nor an array crosses as it is."""
     if a is None:
         return (NULL,)
+    if isinstance(a, bytes) and isinstance(getattr(a, "recipe", None), dict):   # a TensorMap
+        return (TENSORMAP, array(a.array), a.recipe)
     if is_array(a):
         return (ARRAY, array(a))
     if not plain:
@@ -69,6 +74,10 @@ def decode(arg, arrays: Mapping[str, object]):
         return arg[1]
     if kind == NULL:
         return None
+    if kind == TENSORMAP:
+        from ..device_array import DeviceArray
+        from ..tensormap import tma
+        return tma(DeviceArray.upload(arrays[arg[1]]), **arg[2])
     raise EncodingError(f"unknown argument kind {kind!r}")
 
 
@@ -83,6 +92,8 @@ def to_json(arg) -> dict:
         return {"kind": "null"}
     if kind == VALUE:
         return {"kind": "value", "value": arg[1]}
+    if kind == TENSORMAP:
+        return {"kind": "tensormap", "file": arg[1], "recipe": arg[2]}
     raise EncodingError(f"unknown argument kind {kind!r}")
 
 
@@ -97,6 +108,8 @@ def from_json(d: Mapping) -> tuple:
         return (NULL,)
     if kind == "value":
         return (VALUE, d["value"])
+    if kind == "tensormap":
+        return (TENSORMAP, d["file"], dict(d["recipe"]))
     raise EncodingError(f"unknown argument kind {kind!r}")
 
 

@@ -5,8 +5,9 @@ stdout, so that launch cannot come over a pipe (:mod:`.transport`): the notebook
 into a private directory and the tool runs ``python3 -m cuda_magic.runtime.launcher DIR``.
 The directory holds the binary exactly as the notebook has it (``module.cubin``,
 ``.fatbin`` or ``.ptx``), the cell's source (``cell.cu``), ``spec.json`` (kernel, symbol,
-parameters, launch dimensions, the binary's sha256, the arguments in :mod:`.encoding`'s
-JSON form) and one ``.npy`` per array argument; the child writes ``result.json``.
+parameters, launch dimensions and attributes, the binary's sha256, the arguments in
+:mod:`.encoding`'s JSON form) and one ``.npy`` per array argument; the child writes
+``result.json``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Loaded:
     dims: tuple
     shared: int
     args: list
+    attrs: tuple | None = None          # (cluster or None, cooperative, pdl): cuLaunchKernelEx
 
     @property
     def symbol(self) -> str:
@@ -69,9 +71,10 @@ class Loaded:
 
 
 def write(directory: str, program: Program, name: str, dims, shared: int, args: list,
-          arrays: dict) -> None:
+          arrays: dict, attrs=None) -> None:
     """Write one launch of ``program``'s kernel ``name``: ``args`` encoded (arrays named by
-    their file), ``arrays`` (file name -> NumPy array) saved beside them."""
+    their file), ``arrays`` (file name -> NumPy array) saved beside them, ``attrs`` the launch
+    attributes ``(cluster, cooperative, pdl)`` or None."""
     import numpy as np
     entry = program.kernels[name]
     for file, a in arrays.items():
@@ -80,7 +83,9 @@ def write(directory: str, program: Program, name: str, dims, shared: int, args: 
     spec = {"version": VERSION, "kernel": name, "symbol": entry.symbol,
             "format": program.format, "arch": program.arch, "sha256": program.sha256,
             "params": [dataclasses.asdict(p) for p in entry.params],
-            "dims": list(dims), "shared": int(shared), "args": [encoding.to_json(a) for a in args]}
+            "dims": list(dims), "shared": int(shared), "args": [encoding.to_json(a) for a in args],
+            "attrs": None if attrs is None else [None if attrs[0] is None else list(attrs[0]),
+                                                 bool(attrs[1]), bool(attrs[2])]}
     with open(os.path.join(directory, BINARY[program.format]), "wb") as f:
         f.write(program.binary)
     with open(os.path.join(directory, SOURCE), "w", encoding="utf-8") as f:
@@ -107,6 +112,10 @@ def read(directory: str) -> Loaded:
                 source = f.read()
         params = tuple(Param(**p) for p in spec["params"])
         args = [_arg(directory, a) for a in spec["args"]]
+        attrs = spec.get("attrs")
+        if attrs is not None:
+            attrs = (None if attrs[0] is None else tuple(int(c) for c in attrs[0]),
+                     bool(attrs[1]), bool(attrs[2]))
     except SpecError:
         raise
     except (OSError, KeyError, TypeError, ValueError) as exc:
@@ -116,7 +125,7 @@ def read(directory: str) -> Loaded:
         raise SpecError(f"the binary's sha256 is {digest}, the spec says {spec['sha256']}")
     program = Program("launcher:" + digest, binary, fmt, spec["arch"],
                       {spec["kernel"]: Entry(spec["symbol"], params)}, source)
-    return Loaded(program, spec["kernel"], tuple(spec["dims"]), int(spec["shared"]), args)
+    return Loaded(program, spec["kernel"], tuple(spec["dims"]), int(spec["shared"]), args, attrs)
 
 
 def _arg(directory: str, a: dict):
@@ -124,9 +133,10 @@ def _arg(directory: str, a: dict):
         arg = encoding.from_json(a)
     except encoding.EncodingError as exc:
         raise SpecError(str(exc)) from None
-    if arg[0] == encoding.ARRAY:
+    if arg[0] in (encoding.ARRAY, encoding.TENSORMAP):
         import numpy as np
-        return np.load(os.path.join(directory, arg[1]), allow_pickle=False)
+        host = np.load(os.path.join(directory, arg[1]), allow_pickle=False)
+        return host if arg[0] == encoding.ARRAY else encoding.decode(arg, {arg[1]: host})
     return encoding.decode(arg, {})
 
 

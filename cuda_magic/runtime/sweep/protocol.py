@@ -26,7 +26,8 @@ from .. import driver
 from ..helper import transport
 from ...correctness.judges import references
 from .jobs import Outcome
-from .replay import DeviceArray, label, run_job
+from ..device_array import DeviceArray
+from .replay import label, run_job
 
 __all__ = ["serve", "main", "watch", "WATCH_S", "ARRAYS", "REFERENCE", "READY", "FAILED"]
 

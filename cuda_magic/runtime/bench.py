@@ -252,6 +252,10 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
             destroy(h)
         if staged:
             release(staged, stream, copy_back=False)
+    if attrs is not None:
+        said = [f"cluster={'x'.join(map(str, attrs[0]))}" if attrs[0] is not None else "",
+                "cooperative" if attrs[1] else "", "pdl" if attrs[2] else ""]
+        notes.append(f"each launch with {', '.join(w for w in said if w)} (cuLaunchKernelEx)")
     if graph and stream in (0, 1, 2):
         notes.append("captured on a private non-blocking stream (the default streams cannot be "
                      "captured)")
@@ -262,16 +266,13 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
 
 def _launcher(drv, kernel, handle, dims, shared: int, params, attrs):
     """``launch(stream) -> CUresult``: one launch of the packed ``params``, with ``attrs``
-    through ``cuLaunchKernelEx`` (one config per stream, made once)."""
+    through ``cuLaunchKernelEx`` (:func:`.launch_attrs.config`, made once per stream)."""
     if attrs is None:
         return lambda s: drv.cuLaunchKernel(handle, *dims, shared, s, params, 0)[0]
     from . import launch_attrs
-    configs: dict = {}
 
     def launch(s):
-        if s not in configs:
-            configs[s] = launch_attrs.config(kernel, dims, shared, s, *attrs)
-        cfg, func = configs[s]
+        cfg, func = launch_attrs.config(kernel, dims, shared, s, *attrs)
         return drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     return launch
 

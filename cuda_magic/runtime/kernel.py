@@ -161,6 +161,7 @@ class Kernel:
         self._bound = None          # (library, CUkernel, Packer, cuLaunchKernel)
         self._fast = None           # the launch plan's class and handles, at the first launcher
         self._launchers: dict = {}
+        self._checked: dict = {}    # k.launch with attributes: key -> (dims, shared, stream, attrs)
         self._max_dynamic = 48 * 1024
 
     # -- loading ---------------------------------------------------------------------------
@@ -260,8 +261,20 @@ class Kernel:
         if cluster is None and not cooperative and not pdl:
             self[grid, block, shared_mem, stream](*args)
             return
-        dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
-        self.launch_raw(dims, shared, _stream(stream), tuple(args), attrs)
+        key = (grid, block, shared_mem, stream, cluster, cooperative, pdl)
+        try:
+            plan = self._checked.get(key)      # checked once per configuration
+        except TypeError:                      # a list, an unhashable stream object
+            plan, key = None, None
+        if plan is None:
+            dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative,
+                                                   pdl)
+            plan = (dims, shared, _stream(stream), attrs)
+            if key is not None and not driver.elsewhere():
+                if len(self._checked) > 64:
+                    self._checked.clear()
+                self._checked[key] = plan
+        self.launch_raw(*plan[:3], tuple(args), plan[3])
 
     def __call__(self, *args, **kwargs):
         raise ArgumentError(f"give the launch configuration first: {self.name}[grid, block](*args)")

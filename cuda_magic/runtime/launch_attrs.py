@@ -91,8 +91,14 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
 
 def config(kernel, dims, shared: int, stream: int, cluster, cooperative: bool, pdl: bool):
     """``(CUlaunchConfig, CUfunction)`` of one ``cuLaunchKernelEx`` of the loaded ``kernel``
-    with these attributes (a cluster of more than 8 blocks allowed first)."""
+    with these attributes (a cluster of more than 8 blocks allowed first); made once per
+    configuration and binding of the kernel."""
     from .driver import api, check
+    key = (tuple(dims), shared, stream, cluster, cooperative, pdl)
+    cache = kernel.__dict__.setdefault("_configs", {})
+    hit = cache.get(key)
+    if hit is not None and hit[2] is kernel._bound:
+        return hit[:2]
     drv = api()
     func = check(drv.cuKernelGetFunction(kernel._bound[1]), "cuKernelGetFunction")
     attrs = []
@@ -124,6 +130,9 @@ def config(kernel, dims, shared: int, stream: int, cluster, cooperative: bool, p
     cfg.hStream = drv.CUstream(stream)
     cfg.attrs = attrs
     cfg.numAttrs = len(attrs)
+    if len(cache) > 64:
+        cache.clear()
+    cache[key] = (cfg, func, kernel._bound)
     return cfg, func
 
 

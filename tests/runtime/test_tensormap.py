@@ -341,6 +341,7 @@ def test_bench_check_and_profile_take_attributes_and_tensor_maps(capsys):
     out = cp.zeros(3 * 64, dtype=cp.int32)
     timing = m.ranks.bench(64, 32, out, cluster=(4, 1, 1), repeat=20)
     assert timing.n == 20 and timing.median_ms > 0
+    assert "each launch with cluster=4x1x1 (cuLaunchKernelEx)" in timing.notes
     assert out.reshape(64, 3)[:, 1].get().tolist() == [4] * 64     # the timed launches' clusters
     c = m.ranks.check(64, 32, out, cluster=(4, 1, 1))
     assert c.ok, c          # the helper ran the cluster launch (without clusters map_shared_rank faults)

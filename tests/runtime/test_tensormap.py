@@ -398,3 +398,24 @@ extern "C" __global__ void big(float* out, int words) {
     else:
         m.big.launch(16, 1024, (out, 10), 200_000, cluster=16)
         assert out[0] == 9
+
+
+def test_a_cluster_no_gpc_can_hold_is_refused_naming_its_shared_memory(monkeypatch):
+    """cuOccupancyMaxActiveClusters = 0 (what the driver says for a cluster that can never be
+    placed): the error gives the blocks, threads and shared memory per block and per cluster."""
+    from types import SimpleNamespace
+
+    from cuda_magic.runtime import driver, launch_attrs
+    fits = {"n": 0}
+    monkeypatch.setattr(launch_attrs, "config", lambda *a: ("cfg", "func"))
+    monkeypatch.setattr(driver, "api", lambda: SimpleNamespace(
+        cuOccupancyMaxActiveClusters=lambda func, cfg: (0, fits["n"])))
+    k = SimpleNamespace(name="big", attributes={"shared": 1024})
+    with pytest.raises(ArgumentError, match=r"big: a cluster of 16x1x1 = 16 blocks of 1024 threads "
+                                            r"does not fit on the GPU \(cuOccupancyMaxActiveClusters"
+                                            r" = 0\): 201,024 bytes of shared memory per block "
+                                            r"\(200,000 dynamic \+ 1,024 static\), 3,216,384 per "
+                                            r"cluster"):
+        launch_attrs.cluster_fit(k, (16, 1, 1, 1024, 1, 1), 200_000, (16, 1, 1), (16, 1, 1))
+    fits["n"] = 3
+    launch_attrs.cluster_fit(k, (16, 1, 1, 1024, 1, 1), 200_000, (16, 1, 1), (16, 1, 1))

@@ -327,7 +327,10 @@ def test_a_cuda_core_tensor_map_descriptor_is_taken_as_it_is():
     rows, cols = 40, 72
     src = cp.random.standard_normal((rows, cols), dtype=cp.float32)
     out = cp.zeros_like(src)
-    desc = StridedMemoryView(src, stream_ptr=-1).as_tensor_map(box_dim=(16, 32))
+    view = (StridedMemoryView.from_dlpack(src, stream_ptr=-1)
+            if hasattr(StridedMemoryView, "from_dlpack")
+            else StridedMemoryView(src, stream_ptr=-1))
+    desc = view.as_tensor_map(box_dim=(16, 32))
     m.tma_scale_tile[((cols + 31) // 32, (rows + 15) // 16), 128](desc, out, rows, cols, 3.0)
     cp.testing.assert_array_equal(out, 3.0 * src)
 

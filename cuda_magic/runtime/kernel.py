@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import inspect
 import os
 import re
 import sys
@@ -14,6 +13,7 @@ from typing import Sequence
 from .. import settings
 from ..compile.compiler import CompilationResult
 from . import driver, launch_attrs, worker
+from .launch_form import launch_form
 from .args import ArgumentError
 from .packer import Packer
 from .staging import release
@@ -95,52 +95,14 @@ _ATTRIBUTES = {
 
 
 
-class _LaunchForm:
-    """A method that takes a launch's grid and block first (``bench``, ``profile``, ``check``),
-    callable as ``k.bench(grid, block, *args, **kw)`` and also written like a launch:
-    ``k.bench[grid, block](*args, **kw)``, with ``[grid, block, shared_mem, stream]`` as in
-    ``k[...]`` (where the method takes a stream)."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        functools.update_wrapper(self, fn)
-        params = inspect.signature(fn).parameters
-        self.extra = tuple(n for n in ("shared_mem", "stream") if n in params)
-
-    def __get__(self, kernel, owner=None):
-        return self if kernel is None else _BoundLaunchForm(self, kernel)
-
-
-class _BoundLaunchForm:
-    __slots__ = ("_form", "_kernel", "__doc__", "__signature__")
-
-    def __init__(self, form: _LaunchForm, kernel):
-        self._form, self._kernel = form, kernel
-        self.__doc__ = form.fn.__doc__                       # k.bench? shows the method's help
-        self.__signature__ = inspect.signature(functools.partial(form.fn, kernel))
-
-    def __call__(self, *args, **kwargs):
-        return self._form.fn(self._kernel, *args, **kwargs)
-
-    def __getitem__(self, key):
-        key = key if isinstance(key, tuple) else (key,)
-        name, extra = f"{self._kernel.name}.{self._form.fn.__name__}", self._form.extra
-        if not 2 <= len(key) <= 2 + len(extra):
-            raise ArgumentError(f"write {name}[grid, block{''.join(', ' + e for e in extra)}]"
-                                f"(*args, ...) or {name}(grid, block, *args, ...)")
-        return functools.partial(self._form.fn, self._kernel, key[0], key[1],
-                                 **dict(zip(extra, key[2:])))
-
-    def __repr__(self) -> str:
-        return f"<{self._kernel.name}.{self._form.fn.__name__}: call (grid, block, *args) or [grid, block](*args)>"
-
-
 class Kernel:
     """A compiled kernel, launchable on arrays.
 
     ``k[grid, block](*args)`` or ``k[grid, block, shared_mem, stream](*args)``
     (grid and block: an int or a tuple of up to three), or
-    ``k.launch(grid=, block=, args=, shared_mem=0, stream=None)``.
+    ``k.launch(grid=, block=, args=, shared_mem=0, stream=None, cluster=None,
+    cooperative=False, pdl=False)``, or ``k[config](*args)`` / ``k[config, stream](*args)``
+    with a cuda.core ``LaunchConfig`` (its grid counts clusters when it has a cluster).
     Arguments follow the C signature (``k.params``): NumPy arrays are copied
     to the GPU and back (non-const pointers) after the kernel finished;
     CuPy/PyTorch/Numba arrays go by pointer, asynchronously on ``stream``
@@ -231,9 +193,13 @@ class Kernel:
         except TypeError:  # an unhashable stream object
             launcher = None
         if launcher is None:
+            given = launch_attrs.from_launch_config(key, self.name)
+            if given is not None:          # a cuda.core LaunchConfig: k.launch's keywords
+                return functools.partial(_configured, self, given)
             if not isinstance(key, tuple) or not 2 <= len(key) <= 4:
-                raise ArgumentError(f"launch as {self.name}[grid, block](*args) or "
-                                f"{self.name}[grid, block, shared_mem, stream](*args)")
+                raise ArgumentError(f"launch as {self.name}[grid, block](*args), "
+                                    f"{self.name}[grid, block, shared_mem, stream](*args) or "
+                                    f"{self.name}[cuda.core LaunchConfig](*args)")
             grid, block = _dims(key[0], "grid"), _dims(key[1], "block")
             shared = _shared(key[2] if len(key) > 2 else 0)
             compiled = launch_attrs.compiled_cluster(self)
@@ -397,7 +363,7 @@ class Kernel:
         return int(check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, int(block), int(shared)),
                          "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
 
-    @_LaunchForm
+    @launch_form
     def bench(self, grid, block, *args, repeat: int = 100, warmup: int | None = None,
               flush: bool = True, graph: bool | int = False, nbytes: float | None = None,
               flops: float | None = None, dtype: str = "float32", shared_mem: int = 0,
@@ -434,7 +400,7 @@ class Kernel:
                                     **opts)
         return bench_history.record(self, timing, args)
 
-    @_LaunchForm
+    @launch_form
     def profile(self, grid, block, *args, shared_mem: int = 0, metrics=None, set: str = "default",
                 clock_control: str = "base", cluster=None, cooperative: bool = False,
                 pdl: bool = False):
@@ -459,7 +425,7 @@ class Kernel:
             attrs = launch_attrs.checked(self, dims, shared, cluster, cooperative, pdl)
         return dims, shared, attrs
 
-    @_LaunchForm
+    @launch_form
     def check(self, grid, block, *args, tool: str = "memcheck", shared_mem: int = 0,
               print_limit: int = 10, options=(), cluster=None, cooperative: bool = False,
               pdl: bool = False):
@@ -474,7 +440,7 @@ class Kernel:
         return tools.check(self, dims, shared, args, tool=tool, print_limit=print_limit,
                            options=options, attrs=attrs)
 
-    @_LaunchForm
+    @launch_form
     def verify(self, grid, block, *args, reference, outputs=None, inputs="random", runs: int = 2,
                shared_mem: int = 0, ulp=None, rtol=None, atol=None, reduction=None, tile=None,
                seed: int = 0, inplace=(), offset: bool = True):
@@ -533,6 +499,11 @@ class Kernel:
         sig = ", ".join(str(p) for p in self.params)
         state = "loaded" if self.loaded else "not loaded"
         return f"<Kernel {self.name}({sig}) {self.result.arch} {self.result.format}, {state}>"
+
+
+def _configured(kernel, given: dict, *args) -> None:
+    """``k[config](*args)`` with a cuda.core LaunchConfig: ``k.launch`` with its keywords."""
+    kernel.launch(args=args, **given)
 
 
 _STATE = driver._state     # "lost", "isolated": read per launch (driver.elsewhere(), inlined)

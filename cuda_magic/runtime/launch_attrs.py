@@ -8,14 +8,18 @@ by asking the driver for a non-portable size, which is done and said); a kernel 
 clusters), so a different one is an error, and so is a grid its shape does not divide.  A
 cooperative grid must fit on the GPU at once (blocks per SM x SMs, the driver's occupancy);
 each error names the limit.
+
+cuda.core's ``LaunchConfig`` is the other way to write the same launch: ``k[config](*args)`` or
+``k[config, stream](*args)`` (and ``k.bench[config]``, ...) is ``k.launch`` with its grid,
+block, cluster, shared memory, cooperative and PDL settings (:func:`from_launch_config`).
 """
 
 from __future__ import annotations
 
 from ..errors import ArgumentError, quote
 
-__all__ = ["compiled_cluster", "check_grid", "checked", "launch_ex", "PORTABLE_CLUSTER",
-           "MAX_CLUSTER"]
+__all__ = ["compiled_cluster", "check_grid", "checked", "launch_ex", "from_launch_config",
+           "PORTABLE_CLUSTER", "MAX_CLUSTER"]
 
 PORTABLE_CLUSTER = 8       # blocks per cluster every sm_90+ GPU runs
 MAX_CLUSTER = 16           # with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (H100/H200)
@@ -37,13 +41,40 @@ def compiled_cluster(kernel) -> tuple[int, int, int] | None:
     return dims
 
 
-def _cluster(value) -> tuple[int, int, int]:
+def from_launch_config(key, name: str) -> dict | None:
+    """The keywords of ``k.launch`` (grid, block, shared_mem, stream, cluster, cooperative,
+    pdl) that ``k[config]`` or ``k[config, stream]`` stands for, where ``config`` is a
+    cuda.core ``LaunchConfig``; None when ``key`` holds none.  cuda.core counts the grid in
+    clusters when a cluster is given (grid -> cluster -> block); the launch counts blocks, so
+    the grid is multiplied out: ``LaunchConfig(grid=4, cluster=2, block=128)`` is 8 blocks."""
+    config, rest = (key[0], key[1:]) if isinstance(key, tuple) and key else (key, ())
+    kind = type(config)
+    if kind.__name__ != "LaunchConfig" or not kind.__module__.startswith("cuda.core"):
+        return None
+    if len(rest) > 1:
+        raise ArgumentError(f"write {name}[config](*args) or {name}[config, stream](*args) with "
+                            f"a cuda.core LaunchConfig")
+    cluster = getattr(config, "cluster", None)
+    grid, block = _three(config.grid, "grid"), _three(config.block, "block")
+    if cluster is not None:
+        cluster = _three(cluster, "cluster")
+        grid = tuple(g * c for g, c in zip(grid, cluster))
+    cooperative = getattr(config, "is_cooperative", None)
+    if cooperative is None:                          # cuda.core before 1.0
+        cooperative = getattr(config, "cooperative_launch", False)
+    return dict(grid=grid, block=block, shared_mem=int(getattr(config, "shmem_size", 0) or 0),
+                stream=rest[0] if rest else None, cluster=cluster,
+                cooperative=bool(cooperative),
+                pdl=bool(getattr(config, "programmatic_stream_serialization", False)))
+
+
+def _three(value, what: str) -> tuple[int, int, int]:
     t = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) \
         else None
     if not t or len(t) > 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
                                       for x in t):
-        raise ArgumentError(f"cluster={quote(value, 40)}: a positive int or 1 to 3 positive ints")
-    return t + (1,) * (3 - len(t))
+        raise ArgumentError(f"{what}={quote(value, 40)}: a positive int or 1 to 3 positive ints")
+    return tuple(int(x) for x in t) + (1,) * (3 - len(t))
 
 
 def check_grid(name: str, grid: tuple, cluster: tuple) -> None:
@@ -65,7 +96,7 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
     per SM x SMs)."""
     from . import driver
     from .driver import api, check
-    shape = _cluster(cluster) if cluster is not None else None
+    shape = _three(cluster, "cluster") if cluster is not None else None
     compiled = compiled_cluster(kernel)
     if shape is not None and compiled is not None and shape != compiled:
         raise ArgumentError(f"{kernel.name}: compiled with __cluster_dims__{compiled}; a launch "

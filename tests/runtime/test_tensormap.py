@@ -9,7 +9,7 @@ import pytest
 import cuda_magic
 from corpus import KERNELS
 from cuda_magic import ArgumentError
-from cuda_magic.runtime.launch_attrs import _cluster, check_grid
+from cuda_magic.runtime.launch_attrs import _three, check_grid
 from cuda_magic.runtime.tensormap import tma
 
 
@@ -122,10 +122,10 @@ def test_cluster_shapes_are_checked_against_the_grid(grid, cluster, message):
 
 
 def test_cluster_values():
-    assert _cluster(2) == (2, 1, 1) and _cluster((2, 2)) == (2, 2, 1)
+    assert _three(2, "cluster") == (2, 1, 1) and _three((2, 2), "cluster") == (2, 2, 1)
     for bad in (0, (1, 2, 3, 4), "2", (2, 0), True):
         with pytest.raises(ArgumentError, match=r"cluster=.*a positive int or 1 to 3"):
-            _cluster(bad)
+            _three(bad, "cluster")
 
 
 def test_a_compiled_cluster_shape_is_checked_at_a_plain_launch():
@@ -280,6 +280,24 @@ def test_clusters_cooperative_and_pdl_launches():
 
 
 @pytest.mark.gpu
+def test_a_cuda_core_launch_config_launches_its_clusters():
+    """k[LaunchConfig(grid=2, cluster=4, block=32)]: 2 clusters of 4 blocks (cuda.core counts
+    the grid in clusters), in a launch and in k.bench[config]."""
+    torch = pytest.importorskip("torch")
+    from cuda.core import LaunchConfig
+    m = cuda_magic.build(RUNTIME_CLUSTER)
+    out = torch.zeros(3 * 8, dtype=torch.int32, device="cuda")
+    m.ranks[LaunchConfig(grid=2, cluster=4, block=32)](out)
+    got = out.view(8, 3).cpu().numpy()
+    assert got[:, 0].tolist() == [0, 1, 2, 3] * 2 and set(got[:, 1]) == {4}
+    assert got[:, 2].tolist() == [1, 2, 3, 0, 5, 6, 7, 4]
+    out = torch.zeros(3 * 64, dtype=torch.int32, device="cuda")
+    timing = m.ranks.bench[LaunchConfig(grid=8, cluster=(8, 1, 1), block=32)](out, repeat=10)
+    assert "each launch with cluster=8x1x1 (cuLaunchKernelEx)" in timing.notes
+    assert out.view(64, 3)[:, 1].tolist() == [8] * 64
+
+
+@pytest.mark.gpu
 def test_more_than_48_kb_of_dynamic_shared_memory_is_allowed_and_said_once(capfd):
     import numpy as np
     m = cuda_magic.build(r"""
@@ -422,3 +440,73 @@ def test_a_cluster_no_gpc_can_hold_is_refused_naming_its_shared_memory(monkeypat
         launch_attrs.cluster_fit(k, (16, 1, 1, 1024, 1, 1), 200_000, (16, 1, 1), (16, 1, 1))
     fits["n"] = 3
     launch_attrs.cluster_fit(k, (16, 1, 1, 1024, 1, 1), 200_000, (16, 1, 1), (16, 1, 1))
+
+
+class LaunchConfig:
+    """Stands in for cuda.core's LaunchConfig (whose cluster= needs a driver to construct):
+    matched by its name and module, as the runtime matches the real one."""
+    __module__ = "cuda.core._launch_config"
+
+    def __init__(self, grid, block, cluster=None, shmem_size=None, is_cooperative=False,
+                 programmatic_stream_serialization=False):
+        self.grid, self.block, self.cluster, self.shmem_size = grid, block, cluster, shmem_size
+        self.is_cooperative = is_cooperative
+        self.programmatic_stream_serialization = programmatic_stream_serialization
+
+
+def test_a_launch_config_is_the_launch_its_fields_say():
+    """cuda.core counts the grid in clusters when a cluster is given; the launch counts blocks."""
+    from cuda_magic.runtime.launch_attrs import from_launch_config
+    got = from_launch_config(LaunchConfig((4, 2), 128, cluster=2, shmem_size=4096,
+                                          is_cooperative=True,
+                                          programmatic_stream_serialization=True), "k")
+    assert got == dict(grid=(8, 2, 1), block=(128, 1, 1), shared_mem=4096, stream=None,
+                       cluster=(2, 1, 1), cooperative=True, pdl=True)
+    got = from_launch_config((LaunchConfig(3, (16, 16)), 7), "k")
+    assert got == dict(grid=(3, 1, 1), block=(16, 16, 1), shared_mem=0, stream=7, cluster=None,
+                       cooperative=False, pdl=False)
+    assert from_launch_config((4, 128), "k") is None
+    with pytest.raises(ArgumentError, match=r"write k\[config\]\(\*args\) or k\[config, stream\]"):
+        from_launch_config((LaunchConfig(1, 1), 0, 0), "k")
+    with pytest.raises(ArgumentError, match=r"grid=0: a positive int"):
+        from_launch_config(LaunchConfig(0, 32), "k")
+
+
+def test_k_of_a_launch_config_launches_with_its_keywords(monkeypatch):
+    """k[config](*args), k.bench[config] and k.verify[config]: each the keyword launch its
+    fields say; a form without the attribute refuses a config that asks for it."""
+    import fake_driver as fd
+    import numpy as np
+
+    from cuda_magic.runtime import Kernel
+    proto = cuda_magic.build(fd.SCALE, cuda_magic.line_config(arch="sm_90"), load=False).scale
+    fake = fd.install(counting=True)
+    try:
+        k = Kernel(proto.name, proto.params, proto.result, proto.symbol, False)
+        fake.register(k)
+        seen = []
+        fake.on_launch = lambda symbol, dims, params: (seen.append(tuple(dims)),
+                                                       fd.scale_on_host(symbol, dims, params))[1]
+        x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+        k[LaunchConfig(2, 32)](x, y, 3.0, 64)            # no attribute: a plain launch
+        assert seen == [(2, 1, 1, 32, 1, 1)]
+        np.testing.assert_array_equal(y, 3 * x)
+    finally:
+        fd.uninstall(fake)
+
+    calls = []
+    monkeypatch.setattr(Kernel, "launch", lambda self, *a, **kw: calls.append((a, kw)))
+    k[LaunchConfig(2, 32, cluster=4, programmatic_stream_serialization=True), 5](x, y, 3.0, 64)
+    assert calls == [((), dict(args=(x, y, 3.0, 64), grid=(8, 1, 1), block=(32, 1, 1),
+                               shared_mem=0, stream=5, cluster=(4, 1, 1), cooperative=False,
+                               pdl=True))]
+    bench = k.bench[LaunchConfig(2, 32, cluster=4)]
+    assert bench.args[1:] == ((8, 1, 1), (32, 1, 1))
+    assert bench.keywords == dict(shared_mem=0, stream=None, cluster=(4, 1, 1),
+                                  cooperative=False, pdl=False)
+    assert "stream" not in k.profile[LaunchConfig(2, 32, cluster=4)].keywords
+    with pytest.raises(ArgumentError, match=r"scale.verify takes no cluster; the LaunchConfig "
+                                            r"asks for it"):
+        k.verify[LaunchConfig(2, 32, cluster=4)]
+    with pytest.raises(ArgumentError, match=r"scale.profile takes no stream"):
+        k.profile[LaunchConfig(2, 32), 3]

@@ -153,8 +153,8 @@ def options(repeat=100, warmup=None, flush=True, graph=False, nbytes=None, flops
                          f"each timed launch) or False")
     if graph is True:
         graph = GRAPH_LAUNCHES
-    elif graph is False or graph is None:
-        graph = 0
+    elif graph is False or graph is None or (type(graph) is int and graph == 0):
+        graph = 0                  # 0 too: what this returns, so options(**options(...)) holds
     else:
         graph = _count(graph, "graph", 1, "True, False or the number of launches per CUDA graph")
     out.update(flush=flush, graph=graph,

@@ -79,9 +79,6 @@ def _stream(s) -> int:
 INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
 
 
-_ELSEWHERE = ("{name}: launches with cluster, cooperative or pdl do not run in the helper process "
-              "(after a fault or under isolate()); restart the kernel to launch them")
-
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
     "shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
@@ -252,14 +249,12 @@ class Kernel:
         its key; the entry for the helper processes (the worker, the sweep's helpers, the
         tools' launcher), which replay launches recorded elsewhere.  After a fault, or under
         ``isolate()``, it goes to the worker.  ``attrs``: ``(cluster, cooperative, pdl)`` for
-        ``cuLaunchKernelEx`` (:mod:`.launch_attrs`), not in the helper process."""
+        ``cuLaunchKernelEx`` (:mod:`.launch_attrs`), in the helper process too."""
         b = self._bound
         if b is None or driver.elsewhere():
             self.require_arch()
             if driver.elsewhere():
-                if attrs is not None:
-                    raise ArgumentError(_ELSEWHERE.format(name=self.name))
-                return worker.call(self, "run", dims, shared, args)
+                return worker.call(self, "run", dims, shared, args, attrs)
             b = self._bind()
         if shared > self._max_dynamic:
             self._allow_shared(b[1], shared)
@@ -373,8 +368,9 @@ class Kernel:
         Warmup launches first (``warmup=None``: about 25 ms of them), then ``repeat`` timed
         launches, each between two CUDA events; with ``flush`` (default) a memset of twice
         the L2 on the same stream before each, outside the events. ``graph=True`` (or a
-        number of launches, default 20) times CUDA graphs of that many launches and reports
-        graph time / launches, leaving launch overhead out; the flush then runs before each
+        number of launches, default 20; 0 or False: none) times CUDA graphs of that many
+        launches and reports graph time / launches, leaving launch overhead out; the flush
+        then runs before each
         graph only, so the L2 is warm after each graph's first launch (the Timing's ``l2``
         and its views say so). ``nbytes``/``flops`` per launch
         give GB/s and TFLOP/s as a fraction of the device's peak (``dtype``: float32,
@@ -392,9 +388,7 @@ class Kernel:
                                                    pdl)
         if driver.elsewhere():
             self.require_arch()
-            if attrs is not None:
-                raise ArgumentError(_ELSEWHERE.format(name=self.name))
-            timing = worker.call(self, "bench", dims, shared_mem, args, opts)
+            timing = worker.call(self, "bench", dims, shared_mem, args, opts, attrs)
         else:
             timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), attrs=attrs,
                                     **opts)

@@ -7,7 +7,8 @@ by asking the driver for a non-portable size, which is done and said); a kernel 
 ``__cluster_dims__`` has its shape already (a plain ``k[grid, block]`` launch forms those
 clusters), so a different one is an error, and so is a grid its shape does not divide.  A
 cooperative grid must fit on the GPU at once (blocks per SM x SMs, the driver's occupancy);
-each error names the limit.
+each error names the limit.  After a fault or under ``isolate()`` the launch runs in the helper
+process (:mod:`.worker`), which checks the GPU's limits again there.
 
 cuda.core's ``LaunchConfig`` is the other way to write the same launch: ``k[config](*args)`` or
 ``k[config, stream](*args)`` (and ``k.bench[config]``, ...) is ``k.launch`` with its grid,
@@ -103,9 +104,11 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
                             f"cannot give it cluster={shape} (leave cluster= out)")
     if shape is not None or compiled is not None:
         check_grid(kernel.name, dims[:3], shape or compiled)
-        if not driver.elsewhere():        # there, the launch is refused (Kernel.launch_raw)
-            kernel.allow_shared(shared)
-            cluster_fit(kernel, dims, shared, shape, shape or compiled)
+    if driver.elsewhere():                # the helper process checks the rest on its GPU
+        return shape, cooperative, pdl
+    if shape is not None or compiled is not None:
+        kernel.allow_shared(shared)
+        cluster_fit(kernel, dims, shared, shape, shape or compiled)
     if cooperative:
         blocks = dims[0] * dims[1] * dims[2]
         per_sm = kernel.occupancy(dims[3] * dims[4] * dims[5], shared)

@@ -6,7 +6,8 @@ its own; a fault there ends only the helper, and the next launch starts a new
 one.  ``isolate()`` sends launches there from the start, for debugging a
 kernel that may fault without ever losing the notebook's CUDA.  Arguments
 cross as :mod:`.helper.encoding` describes them, in framed pickles
-(:mod:`.helper.transport`): NumPy arrays and numbers only (device memory cannot).
+(:mod:`.helper.transport`): NumPy arrays and numbers only (device memory cannot, nor a
+tensor map); launch attributes (cluster, cooperative, PDL) go with the launch.
 The helper's side is :mod:`.worker_main`.
 """
 
@@ -20,6 +21,7 @@ import threading
 from . import driver
 from .args import ArgumentError, ArgumentRangeError
 from .driver import CudaError, NoGPUError
+from ..errors import BenchError, OccupancyError
 from .helper import encoding, transport
 from .helper.program import Entry, Program
 
@@ -30,7 +32,8 @@ MODULE = "cuda_magic.runtime.worker_main"
 _lock = threading.Lock()
 _state: dict = {"proc": None}
 _ERRORS = {c.__name__: c for c in (ArgumentError, ArgumentRangeError, CudaError, NoGPUError,
-                                   TypeError, ValueError, OverflowError)}
+                                   BenchError, OccupancyError, TypeError, ValueError,
+                                   OverflowError)}
 
 
 def isolate(on: bool = True) -> None:
@@ -72,10 +75,16 @@ def _start() -> subprocess.Popen:
 def message(kernel, op: str, *payload) -> tuple:
     """What goes to the helper for ``op`` on ``kernel``: ``(op, program, name, payload)``, the
     launch arguments of "run" and "bench" as ``(encoded, arrays)``; an ArgumentError for an
-    argument that cannot cross (device memory)."""
+    argument that cannot cross (device memory, a tensor map).  "run" is ``(dims, shared, args,
+    attrs)``, "bench" ``(dims, shared, args, options, attrs)``: ``attrs`` the launch's
+    ``(cluster, cooperative, pdl)`` or None, checked again in the helper against its GPU."""
     if op in ("run", "bench"):
         args = payload[2]
         for p, a in zip(kernel.params, args):
+            if isinstance(a, bytes) and isinstance(getattr(a, "recipe", None), dict):
+                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
+                                    f"helper process (after a fault, or isolate()), and a tensor "
+                                    f"map describes device memory of this process")
             if hasattr(a, "__cuda_array_interface__") or encoding.library(a) == "torch":
                 raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
                                     f"helper process (after a fault, or isolate()), which takes "

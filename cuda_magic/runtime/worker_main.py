@@ -42,14 +42,18 @@ def serve(inp: int, out: int) -> None:
                 encoded, sent = payload[2]
                 args = tuple(encoding.decode(a, sent) for a in encoded)
             if op == "run":
-                dims, shared = payload[:2]
-                k.launch_raw(dims, shared, 0, args)
+                dims, shared, _, attrs = payload
+                if attrs is None:
+                    k.launch_raw(dims, shared, 0, args)
+                else:                                  # checked again here, on this GPU
+                    k.launch(dims[:3], dims[3:], args, shared, **_keywords(attrs))
                 arrays = [(i, a) for i, (p, a) in enumerate(zip(k.params, args))
                           if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
                 result = None
             elif op == "bench":
-                dims, shared, _, options = payload     # options: bench.options(...)
-                result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options)
+                dims, shared, _, options, attrs = payload     # options: bench.options(...)
+                result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options,
+                                 **_keywords(attrs))
             elif op == "occupancy":
                 result = k.occupancy(*payload)
             else:
@@ -60,6 +64,11 @@ def serve(inp: int, out: int) -> None:
             sys.stdout = saved
             transport.send(out, ("err", (type(exc).__name__, str(exc), printed.getvalue(),
                                          driver.lost() is not None)))
+
+
+def _keywords(attrs) -> dict:
+    """``k.launch``'s keywords for ``attrs`` = ``(cluster, cooperative, pdl)`` (None: none)."""
+    return {} if attrs is None else dict(zip(("cluster", "cooperative", "pdl"), attrs))
 
 
 def main() -> int:

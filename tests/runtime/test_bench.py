@@ -130,6 +130,9 @@ def test_options_normalise():
                  "flops": None, "dtype": "float32"}
     assert options(graph=True)["graph"] == bench.GRAPH_LAUNCHES == 20
     assert options(graph=7)["graph"] == 7
+    assert options(graph=0)["graph"] == 0 == options(graph=None)["graph"]
+    for kw in ({}, {"graph": True}, {"graph": 7}, {"warmup": 3, "dtype": "double"}):
+        assert options(**options(**kw)) == options(**kw)   # what the helper process is sent
     assert options(dtype="double")["dtype"] == "float64"
     np = pytest.importorskip("numpy")
     assert options(dtype=np.float16)["dtype"] == "float16"
@@ -138,7 +141,7 @@ def test_options_normalise():
 
 @pytest.mark.parametrize("kw, match", [
     ({"repeat": 0}, r"repeat=0: the number of timed launches"), ({"repeat": True}, "repeat=True"),
-    ({"warmup": -1}, "warmup=-1"), ({"flush": "yes"}, "flush=yes"), ({"graph": 0}, "graph=0"),
+    ({"warmup": -1}, "warmup=-1"), ({"flush": "yes"}, "flush=yes"), ({"graph": -1}, "graph=-1"),
     ({"graph": 2.5}, "graph=2.5"), ({"nbytes": -4}, "nbytes=-4"), ({"flops": "many"}, "flops=many"),
     ({"dtype": "int8"}, r"dtype='int8': the FLOP type")])
 def test_options_errors(kw, match):
@@ -343,8 +346,8 @@ def test_bench_in_the_helper_process_sends_the_options(scale, monkeypatch):
     monkeypatch.setitem(driver._state, "isolated", True)
     t = scale.bench(2, 32, None, None, 2.0, 64, repeat=10, graph=True, flush=False, nbytes=512,
                     dtype="fp64")
-    dims, shared, args, opts = sent["payload"]
-    assert sent["op"] == "bench" and dims == (2, 1, 1, 32, 1, 1) and shared == 0
+    dims, shared, args, opts, attrs = sent["payload"]
+    assert sent["op"] == "bench" and dims == (2, 1, 1, 32, 1, 1) and shared == 0 and attrs is None
     assert args == (None, None, 2.0, 64)
     assert opts == {"repeat": 10, "warmup": None, "flush": False, "graph": 20, "nbytes": 512,
                     "flops": None, "dtype": "float64"}
@@ -366,7 +369,8 @@ def test_helper_process_unpacks_the_options(scale, monkeypatch):
     monkeypatch.setattr(kernel_module.Kernel, "bench", fake_bench)
     opts = options(repeat=5, graph=3)
     x = np.arange(4, dtype=np.float32)
-    sent = worker.message(scale, "bench", (2, 1, 1, 32, 1, 1), 0, (x, None, 1.0, 4), opts)
+    sent = worker.message(scale, "bench", (2, 1, 1, 32, 1, 1), 0, (x, None, 1.0, 4), opts,
+                          ((2, 1, 1), False, True))
     to_child, from_parent = os.pipe()
     to_parent, from_child = os.pipe()
     transport.send(from_parent, sent)
@@ -376,7 +380,8 @@ def test_helper_process_unpacks_the_options(scale, monkeypatch):
     status, (result, printed, arrays) = transport.recv(to_parent)
     assert status == "ok" and result.kernel == "scale" and arrays == []
     assert seen["grid"] == (2, 1, 1) and seen["block"] == (32, 1, 1)
-    assert seen["kw"] == {"shared_mem": 0, **opts}
+    assert seen["kw"] == {"shared_mem": 0, **opts, "cluster": (2, 1, 1), "cooperative": False,
+                          "pdl": True}          # the launch attributes, checked again there
     assert seen["args"][1:] == (None, 1.0, 4) and np.array_equal(seen["args"][0], x)
     with pytest.raises(EOFError):
         transport.recv(to_parent)

@@ -316,7 +316,7 @@ def test_the_sweep_helper_loop_over_pipes(fake, module, monkeypatch):
 def test_the_worker_loop_copies_written_arrays_back(fake, module):
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)
-    sent = worker.message(module.scale, "run", (1, 1, 1, 64, 1, 1), 0, (x, y, 4.0, 64))
+    sent = worker.message(module.scale, "run", (1, 1, 1, 64, 1, 1), 0, (x, y, 4.0, 64), None)
     assert sent[2] == "scale" and sent[1].key == module.scale.result.key
     to_child, from_parent = os.pipe()
     to_parent, from_child = os.pipe()
@@ -331,15 +331,44 @@ def test_the_worker_loop_copies_written_arrays_back(fake, module):
     os.close(to_parent)
 
 
+def test_a_launch_with_attributes_runs_in_the_worker_checked_there(fake, module, monkeypatch):
+    """After a fault or under isolate(), k.launch(cluster=...) goes to the worker with its
+    attributes, where k.launch checks them again on that GPU; a tensor map cannot cross."""
+    from cuda_magic.runtime import Kernel
+    from cuda_magic.runtime.tensormap import TensorMap
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    sent = worker.message(module.scale, "run", (4, 1, 1, 16, 1, 1), 0, (x, y, 4.0, 64),
+                          ((2, 1, 1), True, False))
+    calls = []
+    monkeypatch.setattr(Kernel, "launch", lambda self, *a, **kw: calls.append((a, kw)))
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    transport.send(from_parent, sent)
+    os.close(from_parent)
+    worker_main.serve(to_child, from_child)
+    os.close(from_child)
+    assert transport.recv(to_parent)[0] == "ok"
+    (grid, block, args, shared), kw = calls[0]
+    assert (grid, block, shared) == ((4, 1, 1), (16, 1, 1), 0) and args[2:] == (4.0, 64)
+    assert kw == {"cluster": (2, 1, 1), "cooperative": True, "pdl": False}
+    os.close(to_child)
+    os.close(to_parent)
+    t = TensorMap(bytes(128))
+    t.recipe, t.array = {"box": [8]}, fd.FakeCupy(0)
+    with pytest.raises(ArgumentError, match=r"parameter 'x': kernels now run in a helper process "
+                                            r".* a tensor map describes device memory"):
+        worker.message(module.scale, "run", (1, 1, 1, 8, 1, 1), 0, (t, y, 1.0, 8), None)
+
+
 def test_the_worker_process_answers_or_says_there_is_no_gpu(module):
     k = module.scale
     with pytest.raises(ArgumentError, match="takes NumPy arrays and numbers, not ndarray"):
-        worker.call(k, "run", (1, 1, 1, 1, 1, 1), 0, (fd.FakeCupy(0), None, 1.0, 1))
+        worker.call(k, "run", (1, 1, 1, 1, 1, 1), 0, (fd.FakeCupy(0), None, 1.0, 1), None)
     try:
         x = np.ones(8, np.float32)
         y = np.zeros(8, np.float32)
         try:
-            worker.call(k, "run", (1, 1, 1, 8, 1, 1), 0, (x, y, 2.0, 8))
+            worker.call(k, "run", (1, 1, 1, 8, 1, 1), 0, (x, y, 2.0, 8), None)
         except NoGPUError as exc:            # the helper's own error, across the pipe
             assert cuda_magic.detect_arch() is None and "NVIDIA GPU" in str(exc)
         else:

@@ -421,6 +421,39 @@ extern "C" __global__ void big(float* out, int words) {
         assert out[0] == 9
 
 
+@pytest.mark.gpu
+def test_launches_with_attributes_run_in_the_helper_process():
+    """Under isolate() (as after a fault) cluster, cooperative and PDL launches and k.bench with
+    a cluster run in the helper process on NumPy arrays; a cooperative grid too large for the
+    helper's GPU is refused there, naming the limit, across the pipe."""
+    import numpy as np
+    m = cuda_magic.build(RUNTIME_CLUSTER)
+    cuda_magic.isolate()
+    try:
+        out = np.zeros(3 * 8, np.int32)
+        m.ranks.launch(8, 32, (out,), cluster=(4, 1, 1))
+        got = out.reshape(8, 3)
+        assert got[:, 0].tolist() == [0, 1, 2, 3] * 2 and set(got[:, 1]) == {4}
+        assert got[:, 2].tolist() == [1, 2, 3, 0, 5, 6, 7, 4]
+        out = np.zeros(3 * 64, np.int32)
+        timing = m.ranks.bench(64, 32, out, cluster=8, repeat=10)
+        assert "each launch with cluster=8x1x1 (cuLaunchKernelEx)" in timing.notes
+        n = 1 << 16
+        x = np.random.default_rng(0).integers(0, 100, n, dtype=np.int32)
+        partial, total = np.zeros(132 * 4, np.int32), np.zeros(1, np.int32)
+        m.grid_sum.launch(8, 256, (x, partial, total, n), cooperative=True)
+        assert total[0] == int(x.sum())
+        buf, res = np.zeros(n, np.int32), np.zeros(n, np.int32)
+        m.produce.launch(n // 256, 256, (buf, n))
+        m.consume.launch(n // 256, 256, (buf, res, n), pdl=True)
+        np.testing.assert_array_equal(res, 3 * np.arange(n, dtype=np.int32) + 1)
+        with pytest.raises(ArgumentError, match=r"a cooperative grid of .* does not fit on the "
+                                                r"GPU at once: \d+ per SM x \d+ SMs"):
+            m.grid_sum.launch(132 * 64, 1024, (x, partial, total, n), cooperative=True)
+    finally:
+        cuda_magic.isolate(False)
+
+
 def test_a_cluster_no_gpc_can_hold_is_refused_naming_its_shared_memory(monkeypatch):
     """cuOccupancyMaxActiveClusters = 0 (what the driver says for a cluster that can never be
     placed): the error gives the blocks, threads and shared memory per block and per cluster."""

@@ -385,8 +385,8 @@ def test_in_the_helper_process_numpy_arguments_and_no_offset_launch(emu, monkeyp
     k = emu.kernel("scale", scale_as(ok))
     calls = []
 
-    def call(kernel, op, dims, shared, args):
-        calls.append((op, dims, [type(a).__name__ for a in args]))
+    def call(kernel, op, dims, shared, args, attrs):
+        calls.append((op, dims, [type(a).__name__ for a in args], attrs))
         x, y, a, n = args
         y[:n] = np.float32(a) * x[:n]
     monkeypatch.setattr(worker, "call", call)
@@ -396,7 +396,7 @@ def test_in_the_helper_process_numpy_arguments_and_no_offset_launch(emu, monkeyp
                      inputs="edge")
     assert v.passed and v.names == ["y", "y (n=769)"]
     assert [c[0] for c in calls] == ["run"] * 3 and emu.fake.launches == 0
-    assert all(c[2] == ["ndarray", "ndarray", "float", "int"] for c in calls)
+    assert all(c[2] == ["ndarray", "ndarray", "float", "int"] and c[3] is None for c in calls)
 
 
 def test_block_tiles():

@@ -15,190 +15,20 @@ import re
 
 import numpy as np
 
+from ..correctness.formats import FORMAT_TYPES
 from ..errors import ArgumentError, CudaError, VerifyError, quote
 from . import driver
+from .verify_arrays import (Array, DeviceView, array_format, bits_equal, for_reference, generate,
+                            host_copy, kind_of, like, offset_view, sentinel, shape_of, size_of,
+                            to_numpy)
 
 __all__ = ["verify_kernel", "FORMAT_TYPES", "MODES", "block_tile", "count_param"]
 
 MODES = ("given", "random", "edge")
 
-from ..correctness.formats import FORMAT_TYPES
-
-# torch dtypes held on the host as their bit patterns (NumPy has no such dtype)
-_TORCH_CODES = {"bfloat16": ("bfloat16", "int16", np.uint16),
-                "float8_e4m3fn": ("e4m3", "uint8", np.uint8),
-                "float8_e5m2": ("e5m2", "uint8", np.uint8),
-                "float4_e2m1fn_x2": ("e2m1x2", "uint8", np.uint8)}
-
 # The by-value int parameter that says how many elements there are, by its name.
 _COUNT = re.compile(r"(?i)^(n|num|numel|size|count|len|length|total|n_?(elem|element|item)s?|"
                     r"num_?(elem|element|item)s?)$")
-
-
-# --- arrays of each kind -----------------------------------------------------------------------
-
-def _kind(a) -> str | None:
-    mod = type(a).__module__.split(".")[0]
-    name = type(a).__name__
-    if mod == "numpy" and name == "ndarray":
-        return "numpy"
-    if mod == "cupy" and hasattr(a, "get"):
-        return "cupy"
-    if mod == "torch" and hasattr(a, "data_ptr"):
-        return "torch"
-    if hasattr(a, "__cuda_array_interface__"):
-        return "device"
-    return None
-
-
-def _torch_name(dtype) -> str:
-    return str(dtype).rsplit(".", 1)[-1]
-
-
-def _host(a, kind: str) -> np.ndarray:
-    """A host NumPy copy of ``a`` (bit patterns for torch's bfloat16/fp8/fp4)."""
-    if kind == "numpy":
-        return np.array(a, copy=True)
-    if kind == "cupy":
-        return a.get()
-    t = a.detach()
-    codes = _TORCH_CODES.get(_torch_name(t.dtype))
-    if codes is not None:
-        import torch
-        return t.view(getattr(torch, codes[1])).cpu().numpy().view(codes[2])
-    return t.cpu().numpy().copy()
-
-
-def _like(host: np.ndarray, a, kind: str):
-    """``host`` as a fresh array of ``a``'s kind (on ``a``'s device)."""
-    if kind == "numpy":
-        return np.array(host, dtype=a.dtype, copy=True)
-    if kind == "cupy":
-        import cupy
-        return cupy.asarray(np.ascontiguousarray(host))
-    return _torch_tensor(host, a, a.device)
-
-
-def _torch_tensor(host: np.ndarray, a, device):
-    import torch
-    codes = _TORCH_CODES.get(_torch_name(a.dtype))
-    if codes is not None:
-        return torch.from_numpy(np.ascontiguousarray(host).view(codes[1]).copy()).to(device).view(a.dtype)
-    return torch.from_numpy(np.ascontiguousarray(host).copy()).to(device)
-
-
-def _for_reference(host: np.ndarray, a, kind: str):
-    """What a reference callable gets for ``a``: a NumPy copy (NumPy and CuPy arguments), or a
-    CPU tensor of the same dtype (PyTorch)."""
-    if kind == "torch":
-        return _torch_tensor(host, a, "cpu")
-    return np.array(host, copy=True)
-
-
-def _to_numpy(x) -> tuple[np.ndarray, str | None]:
-    """A reference's or an output's result on the host: (array, format of its bit patterns when
-    it came as torch bfloat16/fp8)."""
-    kind = _kind(x)
-    if kind in ("numpy", "cupy"):
-        return (x if kind == "numpy" else x.get()), None
-    if kind == "torch":
-        codes = _TORCH_CODES.get(_torch_name(x.dtype))
-        return _host(x, "torch"), codes[0] if codes else None
-    return np.asarray(x), None
-
-
-def _size(x) -> int:
-    n = getattr(x, "size", None)
-    if callable(n):            # torch: size() is the shape
-        return int(x.numel())
-    return int(n) if n is not None else int(np.asarray(x).size)
-
-
-def _shape(x) -> tuple:
-    return tuple(int(n) for n in x.shape)
-
-
-def _bits_equal(a, b) -> bool:
-    """Whether two outputs of one kind hold the same bits."""
-    if _shape(a) != _shape(b):
-        return False
-    kind = _kind(a)
-    if kind == "cupy":
-        import cupy
-        u = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
-        return bool(cupy.array_equal(a.view(u), b.view(u))) if u is not None else bool((a == b).all())
-    if kind == "torch":
-        import torch
-        if a.dtype == torch.bool:
-            return bool(torch.equal(a, b))
-        ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-        return bool(torch.equal(a.view(ints[a.element_size()]), b.view(ints[b.element_size()])))
-    ha, hb = _to_numpy(a)[0], _to_numpy(b)[0]
-    return ha.tobytes() == hb.tobytes()
-
-
-# --- one array argument ------------------------------------------------------------------------
-
-@dataclasses.dataclass
-class _Array:
-    """A pointer parameter's array: where it is, its format, its host contents."""
-    index: int
-    name: str
-    param: object
-    arg: object             # as passed (never written)
-    kind: str               # numpy, cupy, torch
-    host: np.ndarray        # the contents for the launches (given, random or edge)
-    fmt: str | None         # its number format (None: integers, compared exactly)
-    codes: bool             # host holds bit patterns in an unsigned container (pass dtype=fmt)
-
-    @property
-    def dtype_arg(self) -> str | None:
-        """What ``verify(dtype=...)`` and the generators need to read the host array."""
-        return self.fmt if self.codes else None
-
-    @property
-    def gen_dtype(self):
-        return self.fmt if self.codes else self.host.dtype
-
-
-def _format_of(p, host: np.ndarray, a, kind: str) -> tuple[str | None, bool]:
-    if kind == "torch":
-        name = _torch_name(a.dtype)
-        if name in _TORCH_CODES:
-            return _TORCH_CODES[name][0], True
-        return (name if name in ("float16", "float32", "float64") else None), False
-    d = host.dtype
-    if d.kind == "f" and d.name in ("float16", "float32", "float64"):
-        return d.name, False
-    if type(d).__module__.split(".")[0] == "ml_dtypes" or d.type.__module__.split(".")[0] == "ml_dtypes":
-        from ..correctness.formats import format_of
-        fmt = format_of(dtype=d)
-        return (fmt.name if fmt is not None else None), False
-    named = FORMAT_TYPES.get(getattr(p, "type", ""))
-    if named is not None and d.kind == "u":
-        return named, True
-    return None, False
-
-
-def _generate(arr: _Array, mode: str, rng) -> np.ndarray:
-    from ..correctness import inputs
-    given = arr.host
-    if mode == "given":
-        return given.copy()
-    shape, dtype = given.shape, arr.gen_dtype
-    if arr.fmt is None and given.dtype.kind in "iu" and mode == "random":
-        if given.size:           # integers keep the range of the values passed (indices stay valid)
-            return inputs.random(shape, given.dtype, rng, low=int(given.min()), high=int(given.max()))
-        return given.copy()
-    make = inputs.random if mode == "random" else inputs.edge
-    out = make(shape, dtype, rng)
-    return out.view(given.dtype) if out.dtype != given.dtype else out
-
-
-def _sentinel(arr: _Array) -> np.ndarray:
-    from ..correctness import inputs
-    s = inputs.sentinel(arr.host.shape, arr.gen_dtype)
-    return s.view(arr.host.dtype) if s.dtype != arr.host.dtype else s
 
 
 # --- the tile of an output from the launch ---------------------------------------------------
@@ -299,9 +129,9 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     inplace = _inplace(inplace, names)
     ref_launch = _reference(reference, kernel, grid3, block3, shared_mem)
 
-    arrays: dict[str, _Array] = {}
+    arrays: dict[str, Array] = {}
     for i, (p, a) in enumerate(zip(params, args)):
-        kind = _kind(a)
+        kind = kind_of(a)
         if kind is None or not (p.pointer or p.reference):
             continue
         if kind == "device":
@@ -309,17 +139,17 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
                 raise VerifyError(f"outputs: '{p.name}' is a {type(a).__name__}; k.verify reads "
                                   f"outputs as NumPy, CuPy or PyTorch arrays")
             continue        # another kind of device array: an input, passed as it is
-        host = _host(a, kind)
-        fmt, codes = _format_of(p, host, a, kind)
-        arrays[p.name] = _Array(i, p.name, p, a, kind, host, fmt, codes)
+        host = host_copy(a, kind)
+        fmt, codes = array_format(p, host, a, kind)
+        arrays[p.name] = Array(i, p.name, p, a, kind, host, fmt, codes)
     ins = [n for n in arrays if n not in names or n in inplace]
     for j, name in enumerate(arrays):
         arr = arrays[name]
         if name in names and name not in inplace:
-            arr.host = _sentinel(arr)
+            arr.host = sentinel(arr)
         else:
             mode = modes.get(name, "given")
-            arr.host = _generate(arr, mode, np.random.default_rng([int(seed), j]))
+            arr.host = generate(arr, mode, np.random.default_rng([int(seed), j]))
 
     check = _Checker(kernel, arrays, names, ins, grid3, block3, tile,
                      dict(ulp=ulp, rtol=rtol, atol=atol, reduction=reduction))
@@ -337,7 +167,7 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
             first = (launched, outs)
             continue
         for n in names:
-            if not _bits_equal(first[1][n], outs[n]):
+            if not bits_equal(first[1][n], outs[n]):
                 differs[n].append((launched, outs[n]))
                 spread[n] = max(spread[n], _spread(first[1][n], outs[n], arrays[n]))
     checks = []
@@ -381,7 +211,7 @@ def _outputs(kernel, args, outputs) -> list[str]:
     by_name = {p.name: (p, a) for p, a in zip(params, args)}
     if outputs is None:
         names = [p.name for p, a in zip(params, args)
-                 if (p.pointer > 0 or p.reference) and not p.const and _kind(a) is not None]
+                 if (p.pointer > 0 or p.reference) and not p.const and kind_of(a) is not None]
         if not names:
             raise VerifyError(f"{kernel.name} has no non-const pointer parameter given an array: "
                               f"name what it writes with outputs=[...]")
@@ -399,7 +229,7 @@ def _outputs(kernel, args, outputs) -> list[str]:
         if not (p.pointer or p.reference):
             raise VerifyError(f"outputs: '{name}' ({p}) is passed by value; an output is a pointer "
                               f"parameter")
-        if _kind(a) is None:
+        if kind_of(a) is None:
             raise VerifyError(f"outputs: '{name}' was given {type(a).__name__}, not an array")
     if len(set(names)) != len(names):
         raise VerifyError(f"outputs={names!r}: a name twice")
@@ -418,13 +248,13 @@ def _inplace(inplace, names) -> set:
 def _launch_args(args, arrays: dict, hosts: dict | None = None) -> list:
     out = list(args)
     for name, arr in arrays.items():
-        out[arr.index] = _like((hosts or {}).get(name, arr.host), arr.arg, arr.kind)
+        out[arr.index] = like((hosts or {}).get(name, arr.host), arr.arg, arr.kind)
     return out
 
 
-def _spread(a, b, arr: _Array) -> float:
+def _spread(a, b, arr: Array) -> float:
     from ..correctness import ulp_distance
-    ha, hb = _to_numpy(a)[0], _to_numpy(b)[0]
+    ha, hb = to_numpy(a)[0], to_numpy(b)[0]
     d = ulp_distance(ha, hb, dtype=arr.dtype_arg)
     return float(np.max(d)) if np.size(d) else 0.0
 
@@ -458,7 +288,7 @@ class _FunctionReference:
         hosts = hosts or {}
         call = _with(args, scalars)
         for name, arr in arrays.items():
-            call[arr.index] = _for_reference(hosts.get(name, arr.host), arr.arg, arr.kind)
+            call[arr.index] = for_reference(hosts.get(name, arr.host), arr.arg, arr.kind)
         result = self.fn(*call)
         return _reference_outputs(result, names, {n: call[arrays[n].index] for n in names},
                                   {n: hosts.get(n, arrays[n].host).shape for n in names}, self.name,
@@ -522,15 +352,15 @@ def _reference_outputs(result, names, passed, shapes, what, packed=()) -> dict:
     out = {}
     for n in names:
         v = got[n]
-        if _kind(v) is None:
+        if kind_of(v) is None:
             v = np.asarray(v)
         shape = shapes[n]
-        if n in packed and _size(v) == 2 * math.prod(shape):     # fp4 values, two per byte
+        if n in packed and size_of(v) == 2 * math.prod(shape):     # fp4 values, two per byte
             shape = (*shape[:-1], 2 * shape[-1]) if shape else (2,)
-        if _size(v) != math.prod(shape):
-            raise VerifyError(f"reference {what}() gave '{n}' of shape {_shape(v)}; the output "
+        if size_of(v) != math.prod(shape):
+            raise VerifyError(f"reference {what}() gave '{n}' of shape {shape_of(v)}; the output "
                               f"'{n}' has shape {tuple(shape)}")
-        out[n] = v if _shape(v) == tuple(shape) else v.reshape(shape)
+        out[n] = v if shape_of(v) == tuple(shape) else v.reshape(shape)
     return out
 
 
@@ -560,8 +390,8 @@ class _Checker:
         from ..correctness import verify
         arr = self.arrays[name]
         if initial is None:
-            initial = arr.host if host else _like(arr.host, arr.arg, arr.kind)
-        shape = _shape(out)
+            initial = arr.host if host else like(arr.host, arr.arg, arr.kind)
+        shape = shape_of(out)
         ins = {}
         for i in self.ins:        # what a copy would be of: the inputs (in-place ones as they began)
             a = self.arrays[i]
@@ -645,10 +475,10 @@ def _cut(a: np.ndarray, how: str, start: int, stop: int) -> np.ndarray:
     return np.ascontiguousarray(a.reshape(-1)[start:stop] if how == "flat" else a[start:stop])
 
 
-def _expected(arr: _Array, ref, how: str | None, upto: int) -> np.ndarray:
+def _expected(arr: Array, ref, how: str | None, upto: int) -> np.ndarray:
     """The whole output as it should be after a launch on ``upto`` elements: the reference's
     values in the first ``upto``, the sentinel (not written) after."""
-    ref_np = _to_numpy(ref)[0]
+    ref_np = to_numpy(ref)[0]
     if how is None:
         return ref_np
     sent = arr.host            # the sentinel-filled initial contents (or in-place inputs)
@@ -682,44 +512,10 @@ def _count_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ref_laun
     for name in names:
         arr = arrays[name]
         how = _sized(arr.host, n) if is_fn else None
-        got = _to_numpy(launched[arr.index])[0]
+        got = to_numpy(launched[arr.index])[0]
         want = _expected(arr, refs[name], how, short)
         out.append(check.one(name, got, want, None, label=f"{name} (n={short})", host=True))
     return out
-
-
-class _DeviceView:
-    """Device memory holding a host array, handed to the kernel ``offset`` elements in (a
-    pointer that is not aligned to more than the element): ``__cuda_array_interface__``."""
-
-    def __init__(self, host: np.ndarray, offset: int):
-        drv = driver.api()
-        driver.context()
-        self.nbytes = max(host.nbytes, 1)
-        self.ptr = int(driver.check(drv.cuMemAlloc(self.nbytes), "allocating an offset input"))
-        if host.nbytes:
-            driver.check(drv.cuMemcpyHtoD(self.ptr, np.ascontiguousarray(host).ctypes.data,
-                                          host.nbytes), "copying an offset input")
-        n = host.size - offset
-        self.__cuda_array_interface__ = {
-            "data": (self.ptr + offset * host.dtype.itemsize, False), "shape": (n,),
-            "typestr": host.dtype.str if host.dtype.kind != "V" else f"|u{host.dtype.itemsize}",
-            "strides": None, "version": 3}
-
-    def free(self):
-        if self.ptr:
-            driver.api().cuMemFree(self.ptr)
-            self.ptr = 0
-
-
-def _offset_view(arr: _Array, host: np.ndarray):
-    """``host`` on the device, one element in: a _DeviceView (NumPy arguments) or a view of a
-    CuPy array / tensor."""
-    flat = host.reshape(-1)
-    if arr.kind == "numpy":
-        return _DeviceView(flat, 1)
-    dev = _like(flat, arr.arg, arr.kind)
-    return dev[1:]
 
 
 def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, ref_launch, check,
@@ -731,7 +527,7 @@ def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, re
     launched = _launch_args(_with(args, {i: n - 1}), arrays)
     views = {}
     for m in shifted:
-        views[m] = _offset_view(arrays[m], arrays[m].host)
+        views[m] = offset_view(arrays[m], arrays[m].host)
         launched[arrays[m].index] = views[m]
     label = ", ".join(shifted)
     failed = None
@@ -742,7 +538,7 @@ def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, re
     finally:
         if failed is None or driver.lost() is None:
             for v in views.values():
-                if isinstance(v, _DeviceView):
+                if isinstance(v, DeviceView):
                     v.free()
     hosts = {}
     for name, arr in arrays.items():
@@ -758,14 +554,14 @@ def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, re
         refs = {m: arrays[m].host for m in names}
     else:       # the reference kernel on the same offset inputs
         ref_args = _launch_args(_with(args, {i: n - 1}), arrays)
-        ref_views = {m: _offset_view(arrays[m], arrays[m].host) for m in shifted}
+        ref_views = {m: offset_view(arrays[m], arrays[m].host) for m in shifted}
         for m, v in ref_views.items():
             ref_args[arrays[m].index] = v
         try:
             refs = ref_launch(args, arrays, names, launched=ref_args)
         finally:
             for v in ref_views.values():
-                if isinstance(v, _DeviceView):
+                if isinstance(v, DeviceView):
                     v.free()
     out = []
     for name in names:
@@ -780,6 +576,6 @@ def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, re
                 reason=(f"the launch with {label} one element ({arrays[shifted[0]].host.dtype.itemsize} "
                         f"bytes) past an aligned address failed: {failed}")))
             continue
-        got = _to_numpy(launched[arr.index])[0]
+        got = to_numpy(launched[arr.index])[0]
         out.append(check.one(name, got, want, None, label=tag, host=True))
     return out

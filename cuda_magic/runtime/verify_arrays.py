@@ -1,0 +1,231 @@
+"""The arrays ``k.verify`` works with (:mod:`.verifying`): each kind's host copy and fresh copies
+(NumPy, CuPy, PyTorch, torch's bfloat16/fp8/fp4 held as their bit patterns), an array's number
+format, the inputs generated for it and the sentinel an output starts as, and device memory
+handed to a kernel one element in."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..correctness.formats import FORMAT_TYPES
+from . import driver
+
+__all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "bits_equal", "for_reference",
+           "generate", "host_copy", "kind_of", "like", "offset_view", "sentinel", "shape_of",
+           "size_of", "to_numpy", "torch_name", "torch_tensor"]
+
+# torch dtypes held on the host as their bit patterns (NumPy has no such dtype)
+TORCH_CODES = {"bfloat16": ("bfloat16", "int16", np.uint16),
+               "float8_e4m3fn": ("e4m3", "uint8", np.uint8),
+               "float8_e5m2": ("e5m2", "uint8", np.uint8),
+               "float4_e2m1fn_x2": ("e2m1x2", "uint8", np.uint8)}
+
+
+# --- arrays of each kind -----------------------------------------------------------------------
+
+def kind_of(a) -> str | None:
+    """"numpy", "cupy", "torch", "device" (any ``__cuda_array_interface__``), or None."""
+    mod = type(a).__module__.split(".")[0]
+    name = type(a).__name__
+    if mod == "numpy" and name == "ndarray":
+        return "numpy"
+    if mod == "cupy" and hasattr(a, "get"):
+        return "cupy"
+    if mod == "torch" and hasattr(a, "data_ptr"):
+        return "torch"
+    if hasattr(a, "__cuda_array_interface__"):
+        return "device"
+    return None
+
+
+def torch_name(dtype) -> str:
+    """``torch.bfloat16`` -> ``"bfloat16"``."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def host_copy(a, kind: str) -> np.ndarray:
+    """A host NumPy copy of ``a`` (bit patterns for torch's bfloat16/fp8/fp4)."""
+    if kind == "numpy":
+        return np.array(a, copy=True)
+    if kind == "cupy":
+        return a.get()
+    t = a.detach()
+    codes = TORCH_CODES.get(torch_name(t.dtype))
+    if codes is not None:
+        import torch
+        return t.view(getattr(torch, codes[1])).cpu().numpy().view(codes[2])
+    return t.cpu().numpy().copy()
+
+
+def like(host: np.ndarray, a, kind: str):
+    """``host`` as a fresh array of ``a``'s kind (on ``a``'s device)."""
+    if kind == "numpy":
+        return np.array(host, dtype=a.dtype, copy=True)
+    if kind == "cupy":
+        import cupy
+        return cupy.asarray(np.ascontiguousarray(host))
+    return torch_tensor(host, a, a.device)
+
+
+def torch_tensor(host: np.ndarray, a, device):
+    import torch
+    codes = TORCH_CODES.get(torch_name(a.dtype))
+    if codes is not None:
+        return torch.from_numpy(np.ascontiguousarray(host).view(codes[1]).copy()).to(device).view(a.dtype)
+    return torch.from_numpy(np.ascontiguousarray(host).copy()).to(device)
+
+
+def for_reference(host: np.ndarray, a, kind: str):
+    """What a reference callable gets for ``a``: a NumPy copy (NumPy and CuPy arguments), or a
+    CPU tensor of the same dtype (PyTorch)."""
+    if kind == "torch":
+        return torch_tensor(host, a, "cpu")
+    return np.array(host, copy=True)
+
+
+def to_numpy(x) -> tuple[np.ndarray, str | None]:
+    """A reference's or an output's result on the host: (array, format of its bit patterns when
+    it came as torch bfloat16/fp8)."""
+    kind = kind_of(x)
+    if kind in ("numpy", "cupy"):
+        return (x if kind == "numpy" else x.get()), None
+    if kind == "torch":
+        codes = TORCH_CODES.get(torch_name(x.dtype))
+        return host_copy(x, "torch"), codes[0] if codes else None
+    return np.asarray(x), None
+
+
+def size_of(x) -> int:
+    """The number of elements of a NumPy/CuPy array or a tensor."""
+    n = getattr(x, "size", None)
+    if callable(n):            # torch: size() is the shape
+        return int(x.numel())
+    return int(n) if n is not None else int(np.asarray(x).size)
+
+
+def shape_of(x) -> tuple:
+    return tuple(int(n) for n in x.shape)
+
+
+def bits_equal(a, b) -> bool:
+    """Whether two outputs of one kind hold the same bits."""
+    if shape_of(a) != shape_of(b):
+        return False
+    kind = kind_of(a)
+    if kind == "cupy":
+        import cupy
+        u = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
+        return bool(cupy.array_equal(a.view(u), b.view(u))) if u is not None else bool((a == b).all())
+    if kind == "torch":
+        import torch
+        if a.dtype == torch.bool:
+            return bool(torch.equal(a, b))
+        ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+        return bool(torch.equal(a.view(ints[a.element_size()]), b.view(ints[b.element_size()])))
+    ha, hb = to_numpy(a)[0], to_numpy(b)[0]
+    return ha.tobytes() == hb.tobytes()
+
+
+# --- one array argument ------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Array:
+    """A pointer parameter's array: where it is, its format, its host contents."""
+    index: int
+    name: str
+    param: object
+    arg: object             # as passed (never written)
+    kind: str               # numpy, cupy, torch
+    host: np.ndarray        # the contents for the launches (given, random or edge)
+    fmt: str | None         # its number format (None: integers, compared exactly)
+    codes: bool             # host holds bit patterns in an unsigned container (pass dtype=fmt)
+
+    @property
+    def dtype_arg(self) -> str | None:
+        """What ``verify(dtype=...)`` and the generators need to read the host array."""
+        return self.fmt if self.codes else None
+
+    @property
+    def gen_dtype(self):
+        return self.fmt if self.codes else self.host.dtype
+
+
+def array_format(p, host: np.ndarray, a, kind: str) -> tuple[str | None, bool]:
+    """(the number format of parameter ``p``'s array, whether ``host`` holds its bit patterns in
+    an unsigned container); format None: integers, compared exactly."""
+    if kind == "torch":
+        name = torch_name(a.dtype)
+        if name in TORCH_CODES:
+            return TORCH_CODES[name][0], True
+        return (name if name in ("float16", "float32", "float64") else None), False
+    d = host.dtype
+    if d.kind == "f" and d.name in ("float16", "float32", "float64"):
+        return d.name, False
+    if type(d).__module__.split(".")[0] == "ml_dtypes" or d.type.__module__.split(".")[0] == "ml_dtypes":
+        from ..correctness.formats import format_of
+        fmt = format_of(dtype=d)
+        return (fmt.name if fmt is not None else None), False
+    named = FORMAT_TYPES.get(getattr(p, "type", ""))
+    if named is not None and d.kind == "u":
+        return named, True
+    return None, False
+
+
+def generate(arr: Array, mode: str, rng) -> np.ndarray:
+    """The host contents of ``arr`` for an input ``mode``: "given" (a copy), "random" (integers
+    within the range passed, so indices stay valid) or "edge"."""
+    from ..correctness import inputs
+    given = arr.host
+    if mode == "given":
+        return given.copy()
+    shape, dtype = given.shape, arr.gen_dtype
+    if arr.fmt is None and given.dtype.kind in "iu" and mode == "random":
+        if given.size:           # integers keep the range of the values passed (indices stay valid)
+            return inputs.random(shape, given.dtype, rng, low=int(given.min()), high=int(given.max()))
+        return given.copy()
+    make = inputs.random if mode == "random" else inputs.edge
+    out = make(shape, dtype, rng)
+    return out.view(given.dtype) if out.dtype != given.dtype else out
+
+
+def sentinel(arr: Array) -> np.ndarray:
+    """What an output holds before each launch, so a kernel that writes nothing is seen."""
+    from ..correctness import inputs
+    s = inputs.sentinel(arr.host.shape, arr.gen_dtype)
+    return s.view(arr.host.dtype) if s.dtype != arr.host.dtype else s
+
+
+class DeviceView:
+    """Device memory holding a host array, handed to the kernel ``offset`` elements in (a
+    pointer that is not aligned to more than the element): ``__cuda_array_interface__``."""
+
+    def __init__(self, host: np.ndarray, offset: int):
+        drv = driver.api()
+        driver.context()
+        self.nbytes = max(host.nbytes, 1)
+        self.ptr = int(driver.check(drv.cuMemAlloc(self.nbytes), "allocating an offset input"))
+        if host.nbytes:
+            driver.check(drv.cuMemcpyHtoD(self.ptr, np.ascontiguousarray(host).ctypes.data,
+                                          host.nbytes), "copying an offset input")
+        n = host.size - offset
+        self.__cuda_array_interface__ = {
+            "data": (self.ptr + offset * host.dtype.itemsize, False), "shape": (n,),
+            "typestr": host.dtype.str if host.dtype.kind != "V" else f"|u{host.dtype.itemsize}",
+            "strides": None, "version": 3}
+
+    def free(self):
+        if self.ptr:
+            driver.api().cuMemFree(self.ptr)
+            self.ptr = 0
+
+
+def offset_view(arr: Array, host: np.ndarray):
+    """``host`` on the device, one element in: a DeviceView (NumPy arguments) or a view of a
+    CuPy array / tensor."""
+    flat = host.reshape(-1)
+    if arr.kind == "numpy":
+        return DeviceView(flat, 1)
+    dev = like(flat, arr.arg, arr.kind)
+    return dev[1:]

@@ -370,9 +370,8 @@ class Kernel:
         the L2 on the same stream before each, outside the events. ``graph=True`` (or a
         number of launches, default 20; 0 or False: none) times CUDA graphs of that many
         launches and reports graph time / launches, leaving launch overhead out; the flush
-        then runs before each
-        graph only, so the L2 is warm after each graph's first launch (the Timing's ``l2``
-        and its views say so). ``nbytes``/``flops`` per launch
+        then runs before each graph only, so the L2 is warm after each graph's first launch
+        (the Timing's ``l2`` and its views say so). ``nbytes``/``flops`` per launch
         give GB/s and TFLOP/s as a fraction of the device's peak (``dtype``: float32,
         float64 or float16). The Timing shows median, 95% CI of the median, IQR, the SM
         clock, and a plot; it is kept in ``cuda_magic.history(name)``.

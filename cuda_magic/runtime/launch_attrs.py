@@ -61,7 +61,7 @@ def from_launch_config(key, name: str) -> dict | None:
         cluster = _three(cluster, "cluster")
         grid = tuple(g * c for g, c in zip(grid, cluster))
     cooperative = getattr(config, "is_cooperative", None)
-    if cooperative is None:                          # cuda.core before 1.0
+    if cooperative is None:                          # an older cuda.core's name
         cooperative = getattr(config, "cooperative_launch", False)
     return dict(grid=grid, block=block, shared_mem=int(getattr(config, "shmem_size", 0) or 0),
                 stream=rest[0] if rest else None, cluster=cluster,

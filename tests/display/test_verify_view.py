@@ -12,7 +12,8 @@ import pytest
 from cuda_magic.correctness import verdict as cv
 from cuda_magic.correctness.verdict import OutputCheck, Verdict
 from cuda_magic.display import verify as dv
-from cuda_magic.display.verify import MEANINGS, VerdictView, colour, tile_sizes
+from cuda_magic.display.tile_map import NEUTRAL, colour, tile_sizes
+from cuda_magic.display.verify import MEANINGS, VerdictView
 from cuda_magic.errors import ShowError
 
 
@@ -210,9 +211,9 @@ def test_a_failing_output_with_a_tile_map_gets_one_square_per_tile():
     svg = html[html.index("<svg"):html.index("</svg>")]
     fills = rects(svg)
     assert len(fills) == 64
-    assert fills.count(dv.NEUTRAL) == 60
+    assert fills.count(NEUTRAL) == 60
     # the partial bottom-right tile (20 elements, all wrong) is as dark as the full ones
-    assert [f for f in fills if f != dv.NEUTRAL] == [colour(1.0)] * 4
+    assert [f for f in fills if f != NEUTRAL] == [colour(1.0)] * 4
     assert "tiles (3, 15)" not in svg and "tile (3, 15): 20 of 20 elements mismatch (100 %)" in svg
     assert "tile row (axis 0)" in svg and "tile column (axis 1)" in svg
     assert ">none</text>" in svg and ">100 %</text>" in svg
@@ -229,7 +230,7 @@ def test_tile_colour_is_the_share_of_the_tile_that_mismatches():
     c = failing("wrong", shape=(16, 64), size=1024, tile=(16, 16), tile_map=m, mismatches=385)
     svg = VerdictView(verdict(c))._repr_html_()
     fills = rects(svg[svg.index("<svg"):])
-    assert fills == [dv.NEUTRAL, colour(1 / 256), colour(0.5), colour(1.0)]
+    assert fills == [NEUTRAL, colour(1 / 256), colour(0.5), colour(1.0)]
     assert "(0.391 %)" in svg and "(50 %)" in svg
 
 
@@ -237,7 +238,7 @@ def test_colours_go_from_light_to_dark_and_none_is_grey():
     def luminance(hexcolour):
         r, g, b = (int(hexcolour[i:i + 2], 16) for i in (1, 3, 5))
         return 0.2126 * r + 0.7152 * g + 0.0722 * b
-    assert colour(0) == colour(float("nan")) == dv.NEUTRAL
+    assert colour(0) == colour(float("nan")) == NEUTRAL
     shades = [luminance(colour(f)) for f in (1 / 256, 0.01, 0.1, 0.3, 0.6, 1.0)]
     assert shades == sorted(shades, reverse=True) and len(set(shades)) == len(shades)
 
@@ -251,7 +252,7 @@ def test_a_large_tile_grid_is_downsampled():
     fills = rects(html[html.index("<svg"):])
     assert len(fills) == 50 * 50
     # the last row of squares holds 4 x 2 tiles, one row of them all wrong: a quarter
-    assert fills[-50:] != [dv.NEUTRAL] * 50 and set(fills[-50:]) == {colour(0.25)}
+    assert fills[-50:] != [NEUTRAL] * 50 and set(fills[-50:]) == {colour(0.25)}
     assert ("a grid of 200 x 100 tiles; downsampled to at most 64 x 64 squares: each square is "
             "4 x 2 tiles") in html
     assert "tiles (196–199, 0–1): 512 of 2,048 elements mismatch (25 %)" in html

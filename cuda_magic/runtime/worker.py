@@ -81,7 +81,7 @@ def message(kernel, op: str, *payload) -> tuple:
     if op in ("run", "bench"):
         args = payload[2]
         for p, a in zip(kernel.params, args):
-            if isinstance(a, bytes) and isinstance(getattr(a, "recipe", None), dict):
+            if encoding.is_tensor_map(a):
                 raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
                                     f"helper process (after a fault, or isolate()), and a tensor "
                                     f"map describes device memory of this process")

@@ -313,22 +313,29 @@ def test_the_sweep_helper_loop_over_pipes(fake, module, monkeypatch):
     os.close(to_parent)
 
 
+def served(sent) -> tuple:
+    """The worker loop's answer to one message, over pipes in this process."""
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    transport.send(from_parent, sent)
+    os.close(from_parent)                       # then the input ends: serve returns
+    worker_main.serve(to_child, from_child)
+    os.close(from_child)
+    try:
+        return transport.recv(to_parent)
+    finally:
+        os.close(to_child)
+        os.close(to_parent)
+
+
 def test_the_worker_loop_copies_written_arrays_back(fake, module):
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)
     sent = worker.message(module.scale, "run", (1, 1, 1, 64, 1, 1), 0, (x, y, 4.0, 64), None)
     assert sent[2] == "scale" and sent[1].key == module.scale.result.key
-    to_child, from_parent = os.pipe()
-    to_parent, from_child = os.pipe()
-    transport.send(from_parent, sent)
-    os.close(from_parent)
-    worker_main.serve(to_child, from_child)
-    os.close(from_child)
-    status, (result, printed, arrays) = transport.recv(to_parent)
+    status, (result, printed, arrays) = served(sent)
     assert status == "ok" and result is None and [i for i, _ in arrays] == [1]   # y, not const x
     assert arrays[0][1].tolist() == (4 * x).tolist()
-    os.close(to_child)
-    os.close(to_parent)
 
 
 def test_a_launch_with_attributes_runs_in_the_worker_checked_there(fake, module, monkeypatch):
@@ -341,18 +348,10 @@ def test_a_launch_with_attributes_runs_in_the_worker_checked_there(fake, module,
                           ((2, 1, 1), True, False))
     calls = []
     monkeypatch.setattr(Kernel, "launch", lambda self, *a, **kw: calls.append((a, kw)))
-    to_child, from_parent = os.pipe()
-    to_parent, from_child = os.pipe()
-    transport.send(from_parent, sent)
-    os.close(from_parent)
-    worker_main.serve(to_child, from_child)
-    os.close(from_child)
-    assert transport.recv(to_parent)[0] == "ok"
+    assert served(sent)[0] == "ok"
     (grid, block, args, shared), kw = calls[0]
     assert (grid, block, shared) == ((4, 1, 1), (16, 1, 1), 0) and args[2:] == (4.0, 64)
     assert kw == {"cluster": (2, 1, 1), "cooperative": True, "pdl": False}
-    os.close(to_child)
-    os.close(to_parent)
     t = TensorMap(bytes(128))
     t.recipe, t.array = {"box": [8]}, fd.FakeCupy(0)
     with pytest.raises(ArgumentError, match=r"parameter 'x': kernels now run in a helper process "

@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 from ...errors import EncodingError
 
 __all__ = ["ARRAY", "VALUE", "BYTES", "NULL", "TENSORMAP", "EncodingError", "encode", "decode", "to_json",
-           "from_json", "is_array", "library", "host_copy"]
+           "from_json", "is_array", "is_tensor_map", "library", "host_copy"]
 
 ARRAY, VALUE, BYTES, NULL, TENSORMAP = "array", "value", "bytes", "null", "tensormap"
 
@@ -39,6 +39,12 @@ def is_array(a) -> bool:
     return isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__") or library(a) == "torch"
 
 
+def is_tensor_map(a) -> bool:
+    """Whether ``a`` is a :class:`~cuda_magic.runtime.tensormap.TensorMap` that can be made
+    again from its array and recipe (raw 128-byte maps cannot)."""
+    return isinstance(a, bytes) and isinstance(getattr(a, "recipe", None), dict)
+
+
 def encode(a, array: Callable[[object], str], other: Callable | None = None, plain: bool = True):
     """One argument as plain data (see the module's docstring).  ``array(a)`` names an array
     (and keeps what is to be sent under that name).  ``plain``: numbers as Python numbers (a
@@ -47,7 +53,7 @@ def encode(a, array: Callable[[object], str], other: Callable | None = None, pla
     ``plain=False`` every argument that is neither None nor an array crosses as it is."""
     if a is None:
         return (NULL,)
-    if isinstance(a, bytes) and isinstance(getattr(a, "recipe", None), dict):   # a TensorMap
+    if is_tensor_map(a):
         return (TENSORMAP, array(a.array), a.recipe)
     if is_array(a):
         return (ARRAY, array(a))

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import os
-import re
 import sys
-import tempfile
 from typing import Sequence
 
 from .. import settings
 from ..compile.compiler import CompilationResult
-from . import driver, launch_attrs, worker
+from . import device_print, driver, launch_attrs, worker
 from .launch_form import launch_form
 from .args import ArgumentError
 from .packer import Packer
@@ -267,11 +263,11 @@ class Kernel:
                     if self.printf:
                         check(api().cuCtxSynchronize(), f"running {self.name}")
                 if self.printf:
-                    _captured(run, getattr(self.result, "source", ""))
+                    device_print.captured(run, getattr(self.result, "source", ""))
                 else:
                     run()
             elif self.printf:
-                _captured(lambda: self._launch(b[1], dims, shared, stream, params, True),
+                device_print.captured(lambda: self._launch(b[1], dims, shared, stream, params, True),
                           getattr(self.result, "source", ""))
             else:
                 err = b[3](b[1], *dims, shared, stream, params, 0)[0]
@@ -571,58 +567,3 @@ def _fast_launcher(bound) -> tuple:
         if err == 0:
             handle = func
     return cls, handle, ints is not None
-
-
-_libc = None
-
-
-_ASSERT = re.compile(r"(?:^|/)cell\.cu:(\d+): (.*?): block: \[(\d+,\d+,\d+)\], "
-                     r"thread: \[(\d+,\d+,\d+)\] Assertion `(.*)` failed", re.M)
-
-
-def assert_message(printed: str, source: str) -> str | None:
-    """'device assert failed at cell line N: `cond` ...' from what the GPU printed, or None."""
-    m = _ASSERT.search(printed)
-    if m is None:
-        return None
-    line, func, block, thread, cond = m.groups()
-    lines = source.splitlines()
-    quoted = f"\n  {int(line):>4} | {lines[int(line) - 1]}" if 0 < int(line) <= len(lines) else ""
-    return (f"device assert failed at cell line {line}: `{cond}` in {func}, block ({block}), "
-            f"thread ({thread}){quoted}")
-
-
-def _captured(run, source: str = "") -> None:
-    """Run ``run`` with file descriptors 1 and 2 redirected, then write what the GPU printed to
-    sys.stdout (device printf) and sys.stderr (the driver's assert messages); a failed device
-    ``assert`` becomes part of the CudaError (its condition and cell line)."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None)
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    _libc.fflush(None)
-    saved = [os.dup(1), os.dup(2)]
-    failed, texts = None, []
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        try:
-            run()
-        except CudaError as exc:
-            failed = exc
-        finally:
-            _libc.fflush(None)  # the driver writes device printf through C stdio
-            for fd, old, tmp, stream in ((1, saved[0], out, sys.stdout), (2, saved[1], err, sys.stderr)):
-                os.dup2(old, fd)
-                os.close(old)
-                tmp.seek(0)
-                texts.append(tmp.read().decode(errors="replace"))
-                if texts[-1]:
-                    stream.write(texts[-1])
-                    stream.flush()
-    if failed is not None:
-        note = assert_message("\n".join(texts), source) if failed.name == "CUDA_ERROR_ASSERT" else None
-        if note:
-            raise CudaError(f"{failed}\n{note}", failed.name, failed.code) from None
-        raise failed

@@ -1,7 +1,8 @@
 """Hostile input and interrupts for sweeps (%%cuda_tune, tune()), on the CPU.
 
 Ctrl-C ends what a sweep started: a Dask sweep cancels its tasks and kills its workers' helpers
-(a stand-in ``distributed`` module whose "workers" are threads of this process), local helpers
+(a stand-in ``distributed`` module whose "workers" are threads of this process, and a real
+``LocalCluster`` of one worker, in a thread or a process), local helpers
 end together, and a helper whose notebook was SIGKILLed mid-job exits on its own.  The helpers
 are real helper processes (``protocol.main``) on the stub driver (benchmarks/fake_driver.py)
 whose jobs never end.  Then the space's range() bounds, NUL and surrogates, --where that
@@ -208,6 +209,52 @@ def test_ctrl_c_stops_a_dask_sweep_and_ends_its_workers_helpers(stand_in, monkey
         client.threads.shutdown(wait=False, cancel_futures=True)
         if pools._worker["helper"] is not None:
             pools._worker["helper"].close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+def test_ctrl_c_stops_a_sweep_on_a_real_local_cluster(stand_in, monkeypatch, processes):
+    """The same Ctrl-C against a real ``distributed.LocalCluster`` of one worker with one thread:
+    its worker in a thread of this process, or in a process of its own (the stand-in helper set
+    there by ``client.run``).  The running task's helper is killed, the other two tasks are
+    cancelled or return at once without a helper, and the cluster stays usable."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setitem(pools._worker, "helper", None)
+    monkeypatch.setitem(pools._worker, "stopped", set())
+    x = np.ones(256, np.float32)
+    y = np.zeros_like(x)
+    got = {}
+
+    def interrupt():
+        try:
+            got["pids"] = _busy(stand_in, 1, within=60)
+        finally:            # no helper busy in time: stop the sweep anyway, the asserts say why
+            os.kill(os.getpid(), signal.SIGINT)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=processes,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        if processes:       # the worker's own pools module starts the stand-in helper
+            client.run(setattr, pools, "MODULE", "hostile_tune_helper")
+        timer = threading.Thread(target=interrupt, daemon=True)
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                tune(SCALE, "block=[64, 128, 256]", "scale[1, block](x, y, 2.0, 256)",
+                     arch=ARCH, client=client, timeout=60, namespace={"x": x, "y": y})
+            timer.join(10)
+            (pid,) = got["pids"]
+            assert _ends(pid, 10), "the worker's helper is still running after Ctrl-C"
+            # nothing of the sweep is left on the cluster: its tasks are forgotten or finished
+            deadline = time.monotonic() + 20
+            while any(client.processing().values()) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert all(not tasks for tasks in client.processing().values()), client.processing()
+            assert len(list(stand_in.glob("busy-*"))) == 1     # no queued task started a helper
+            assert client.submit(sum, [1, 2], pure=False).result(timeout=30) == 3
+        finally:
+            _kill(got.get("pids", ()))
+            if pools._worker["helper"] is not None:
+                pools._worker["helper"].close()
 
 
 PARENT = '''

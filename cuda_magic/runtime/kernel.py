@@ -9,6 +9,7 @@ from typing import Sequence
 from .. import settings
 from ..compile.compiler import CompilationResult
 from . import device_print, driver, launch_attrs, worker
+from .launch_attrs import flag
 from .launch_form import launch_form
 from .args import ArgumentError
 from .packer import Packer
@@ -217,9 +218,10 @@ class Kernel:
         ``cg::this_grid().sync()``; the grid must fit on the GPU at once); ``pdl=True``
         programmatic dependent launch (the kernel may start before the previous one on the
         stream ends; ``cudaGridDependencySynchronize`` / ``griddepcontrol.wait`` waits)."""
-        if cluster is None and not cooperative and not pdl:
+        if cluster is None and cooperative is False and pdl is False:
             self[grid, block, shared_mem, stream](*args)
             return
+        cooperative, pdl = flag(cooperative, "cooperative", self.name), flag(pdl, "pdl", self.name)
         key = (grid, block, shared_mem, stream, cluster, cooperative, pdl)
         try:
             plan = self._checked.get(key)      # checked once per configuration
@@ -409,6 +411,7 @@ class Kernel:
         """``(dims, shared, attrs)`` of a launch with attributes, each checked (attrs None
         without any): what ``bench``, ``profile`` and ``check`` launch."""
         dims, shared = _dims(grid, "grid") + _dims(block, "block"), _shared(shared_mem)
+        cooperative, pdl = flag(cooperative, "cooperative", self.name), flag(pdl, "pdl", self.name)
         attrs = None
         if cluster is not None or cooperative or pdl:
             attrs = launch_attrs.checked(self, dims, shared, cluster, cooperative, pdl)

@@ -6,8 +6,9 @@ shape must divide the grid and hold at most 8 blocks (the portable size; up to 1
 by asking the driver for a non-portable size, which is done and said); a kernel compiled with
 ``__cluster_dims__`` has its shape already (a plain ``k[grid, block]`` launch forms those
 clusters), so a different one is an error, and so is a grid its shape does not divide.  A
-cooperative grid must fit on the GPU at once (blocks per SM x SMs, the driver's occupancy);
-each error names the limit.  After a fault or under ``isolate()`` the launch runs in the helper
+cooperative grid must fit on the GPU at once (blocks per SM x SMs, the driver's occupancy;
+all blocks, x * y * z); ``cooperative`` and ``pdl`` are bools only (:func:`flag`); each error
+names the limit.  After a fault or under ``isolate()`` the launch runs in the helper
 process (:mod:`.worker`), which checks the GPU's limits again there.
 
 cuda.core's ``LaunchConfig`` is the other way to write the same launch: ``k[config](*args)`` or
@@ -20,7 +21,7 @@ from __future__ import annotations
 from ..errors import ArgumentError, quote
 
 __all__ = ["compiled_cluster", "check_grid", "checked", "launch_ex", "from_launch_config",
-           "PORTABLE_CLUSTER", "MAX_CLUSTER"]
+           "flag", "PORTABLE_CLUSTER", "MAX_CLUSTER"]
 
 PORTABLE_CLUSTER = 8       # blocks per cluster every sm_90+ GPU runs
 MAX_CLUSTER = 16           # with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (H100/H200)
@@ -60,13 +61,21 @@ def from_launch_config(key, name: str) -> dict | None:
     if cluster is not None:
         cluster = _three(cluster, "cluster")
         grid = tuple(g * c for g, c in zip(grid, cluster))
-    cooperative = getattr(config, "is_cooperative", None)
-    if cooperative is None:                          # an older cuda.core's name
-        cooperative = getattr(config, "cooperative_launch", False)
+    field = "is_cooperative" if getattr(config, "is_cooperative", None) is not None else \
+        "cooperative_launch"                         # an older cuda.core's name
+    pdl = "programmatic_stream_serialization"
     return dict(grid=grid, block=block, shared_mem=int(getattr(config, "shmem_size", 0) or 0),
                 stream=rest[0] if rest else None, cluster=cluster,
-                cooperative=bool(cooperative),
-                pdl=bool(getattr(config, "programmatic_stream_serialization", False)))
+                cooperative=flag(getattr(config, field, False), f"LaunchConfig.{field}", name),
+                pdl=flag(getattr(config, pdl, False), f"LaunchConfig.{pdl}", name))
+
+
+def flag(value, what: str, name: str) -> bool:
+    """``value`` of an on/off launch attribute ``what`` (``cooperative``, ``pdl``) of kernel
+    ``name``: a bool only, as a string such as ``"no"`` would turn the attribute on."""
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name}: {what}={quote(value, 40)}: a bool, True or False")
+    return value
 
 
 def _three(value, what: str) -> tuple[int, int, int]:

@@ -7,11 +7,13 @@ The array is a CuPy array, a PyTorch tensor or anything with ``__cuda_array_inte
 are given as the array reads (outermost first, ``box=(64, 64)`` for a row-major tile); the map
 lists them innermost first, as the driver and the PTX coordinates do.  Everything the driver
 would refuse with an opaque CUDA_ERROR_INVALID_VALUE is checked first, each error naming the
-parameter and the limit: rank 1 to 5; a 16-byte-aligned address (32 with interleave); a dense
-innermost dimension; strides multiples of 16 bytes; box sides 1 to 256; the box's innermost
+parameter and the limit: rank 1 to 5; dimensions 1 to 2**32; no negative stride (TMA needs
+positive strides); a 16-byte-aligned address (32 with interleave); a dense innermost
+dimension; strides multiples of 16 bytes; box sides 1 to 256; the box's innermost
 side a multiple of 16 bytes, and within the swizzle span; element strides 1 to 8; for im2col
 rank 3 to 5, corners within the range the rank allows, a non-empty bounding box, up to 1024
-pixels and 256 channels.  ``cuTensorMapEncodeTiled`` / ``cuTensorMapEncodeIm2col`` then encode
+pixels and 256 channels; each keyword of its own type, and a ``__cuda_array_interface__`` well
+formed.  ``cuTensorMapEncodeTiled`` / ``cuTensorMapEncodeIm2col`` then encode
 it (cuda.bindings; no context needed).  The result is a :class:`TensorMap`: the 128 bytes (a
 ``bytes``), with the array kept alive beside them and the ``recipe`` (the keywords given) that
 rebuilds it over a copy of the array in a helper process (``k.profile``, ``k.check``).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ..errors import ArgumentError, quote
+from ..errors import ArgumentError, clip, quote
 
 __all__ = ["tma", "TensorMap", "DATA_TYPES", "IM2COL_CORNER"]
 
@@ -67,27 +69,58 @@ def _layout(array) -> tuple[int, tuple, tuple, str]:
             f"a {type(array).__name__} has no __cuda_array_interface__"
         raise ArgumentError(f"tma(array): {where}; a tensor map holds a GPU address: give a CuPy "
                             f"array or a PyTorch tensor on the GPU")
+    shape, typestr, address, strides = _interface(cai)
     import numpy as np
     try:
-        dtype = np.dtype(cai["typestr"])
+        dtype = np.dtype(typestr)
         dname = dtype.name
     except TypeError:
-        dtype, dname = None, str(cai["typestr"])
+        dtype, dname = None, typestr
     if dtype is not None and dtype.kind == "V" and dtype.itemsize == 2:
         dname = "bfloat16"                     # CuPy/ml_dtypes bfloat16 reads as raw 2 bytes
-    shape = tuple(cai["shape"])
     size = dtype.itemsize if dtype is not None else 0
-    strides = cai.get("strides")
     if strides is None:                        # C-contiguous
         strides, acc = [], size
         for d in reversed(shape):
             strides.insert(0, acc)
             acc *= d
-    return int(cai["data"][0]), shape, tuple(strides), dname
+    return address, shape, tuple(strides), dname
+
+
+def _interface(cai) -> tuple:
+    """``(shape, typestr, address, strides or None)`` of a ``__cuda_array_interface__``, each
+    checked for its form: a malformed one is an error naming the key, not a KeyError or
+    TypeError from inside."""
+    def bad(key, want):
+        raise ArgumentError(f"tma(array): __cuda_array_interface__[{key!r}]="
+                            f"{quote(cai[key], 40)}: {want}")
+    if not isinstance(cai, dict):
+        raise ArgumentError(f"tma(array): its __cuda_array_interface__ is {quote(cai, 40)}: a "
+                            f"dict with 'shape', 'typestr' and 'data'")
+    for key in ("shape", "typestr", "data"):
+        if key not in cai:
+            raise ArgumentError(f"tma(array): its __cuda_array_interface__ has no {key!r}")
+
+    def ints(value):
+        return isinstance(value, (tuple, list)) and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in value)
+    shape, strides, data = cai["shape"], cai.get("strides"), cai["data"]
+    if not ints(shape):
+        bad("shape", "a tuple of ints")
+    if not isinstance(cai["typestr"], str):
+        bad("typestr", "a NumPy type string such as '<f4'")
+    if strides is not None and not (ints(strides) and len(strides) == len(shape)):
+        bad("strides", f"None or a tuple of {len(shape)} ints (bytes per step of each dimension)")
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and ints(data[:1])
+            and isinstance(data[1], bool)):
+        bad("data", "a pair (device address, read-only flag): an int and a bool")
+    if not 0 <= data[0] < 1 << 64:
+        bad("data", "its address is not a 64-bit unsigned int")
+    return tuple(shape), cai["typestr"], data[0], None if strides is None else list(strides)
 
 
 def _choice(table: dict, value, what: str) -> str:
-    if value not in table:
+    if not isinstance(value, str) or value not in table:
         raise ArgumentError(f"tma({what}={quote(value, 40)}): choose one of "
                             f"{', '.join(map(repr, table))}")
     return table[value]
@@ -103,8 +136,8 @@ def _ints(value, n: int, what: str, low: int | None = None, high: int | None = N
         raise ArgumentError(f"tma({what}={quote(value, 40)}): {n} int{'s' * (n != 1)}")
     for i, x in enumerate(t):
         if (low is not None and x < low) or (high is not None and x > high):
-            raise ArgumentError(f"tma({what}={quote(value, 40)}): {what}[{i}]={x}; each is "
-                                f"{low} to {high}")
+            raise ArgumentError(f"tma({what}={quote(value, 40)}): {what}[{i}]={quote(x, 40)}; "
+                                f"each is {low} to {high}")
     return t
 
 
@@ -137,20 +170,22 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
     """
     address, shape, strides, dname = _layout(array)
     if data_type is not None:
-        if data_type not in DATA_TYPES:
+        if not isinstance(data_type, str) or data_type not in DATA_TYPES:
             raise ArgumentError(f"tma(data_type={quote(data_type, 40)}): one of "
                                 f"{', '.join(sorted(DATA_TYPES))}")
         if DATA_TYPES[data_type][1] != DATA_TYPES.get(dname, (None, None))[1]:
             raise ArgumentError(f"tma(data_type={data_type!r}): elements of "
-                                f"{DATA_TYPES[data_type][1]} bytes; the array's ({dname}) are not")
+                                f"{DATA_TYPES[data_type][1]} bytes; the array's "
+                                f"({clip(dname, 40)}) are not")
         dname = data_type
     rank = len(shape)
     if not 1 <= rank <= 5:
         raise ArgumentError(f"tma(array): a tensor map has 1 to 5 dimensions; this array has {rank}")
     if dname not in DATA_TYPES:
-        raise ArgumentError(f"tma(array): dtype {dname} has no tensor-map type; it takes "
-                            f"{', '.join(sorted(DATA_TYPES))}")
+        raise ArgumentError(f"tma(array): dtype {clip(dname, 40)} has no tensor-map type; it "
+                            f"takes {', '.join(sorted(DATA_TYPES))}")
     kind, size = DATA_TYPES[dname]
+    _check_extent(shape, strides)
     if im2col is None:
         box = (box,) if isinstance(box, int) else tuple(box) if isinstance(box, (tuple, list)) \
             else None
@@ -160,7 +195,8 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
                                 f"(shape {shape})")
         for i, b in enumerate(box):
             if not 1 <= b <= 256:
-                raise ArgumentError(f"tma(box={box}): box[{i}]={b}; each side is 1 to 256 elements")
+                raise ArgumentError(f"tma(box={quote(box, 40)}): box[{i}]={quote(b, 20)}; each "
+                                    f"side is 1 to 256 elements")
             if b > shape[i]:
                 raise ArgumentError(f"tma(box={box}): box[{i}]={b} is larger than the array's "
                                     f"dimension {i} ({shape[i]})")
@@ -171,10 +207,12 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
         if box[1] > _MAX_CHANNELS:
             raise ArgumentError(f"tma(box={box}, im2col=...): box is (pixels, channels): at most "
                                 f"{_MAX_PIXELS} pixels and {_MAX_CHANNELS} channels per load")
-    es = (1,) * rank if element_strides is None else tuple(element_strides)
-    if len(es) != rank or not all(isinstance(e, int) and 1 <= e <= 8 for e in es):
-        raise ArgumentError(f"tma(element_strides={quote(element_strides, 40)}): one int from 1 "
-                            f"to 8 per dimension")
+    es = (1,) * rank if element_strides is None else tuple(element_strides) \
+        if isinstance(element_strides, (tuple, list)) else None
+    if es is None or len(es) != rank or not all(
+            isinstance(e, int) and not isinstance(e, bool) and 1 <= e <= 8 for e in es):
+        raise ArgumentError(f"tma(element_strides={quote(element_strides, 40)}): a tuple of one "
+                            f"int from 1 to 8 per dimension ({rank} here)")
     swz, span = _choice(_SWIZZLE, swizzle, "swizzle")
     inter = _choice(_INTERLEAVE, interleave, "interleave")
     l2 = _choice(_L2, l2_promotion, "l2_promotion")
@@ -185,12 +223,14 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
                             f"bytes, which a tensor map needs (a view that starts mid-row?)")
     if strides[-1] != size:
         raise ArgumentError(f"tma(array): its innermost dimension is not dense (stride "
-                            f"{strides[-1]} bytes, elements of {size}): make it contiguous")
+                            f"{quote(strides[-1], 30)} bytes, elements of {size}): make it "
+                            f"contiguous")
     for i, s in enumerate(strides[:-1]):
         if s % 16 or s >= 1 << 40:
-            raise ArgumentError(f"tma(array): the stride of dimension {i} is {s} bytes; a tensor "
-                                f"map's strides are multiples of 16 bytes below 2**40 (pad the "
-                                f"rows to a multiple of {16 // size if size < 16 else 1} elements)")
+            raise ArgumentError(f"tma(array): the stride of dimension {i} is {quote(s, 30)} "
+                                f"bytes; a tensor map's strides are multiples of 16 bytes "
+                                f"below 2**40 (pad the rows to a multiple of "
+                                f"{16 // size if size < 16 else 1} elements)")
     inner = box[-1] * size
     side = "the innermost side" if corners is None else "a pixel's channels"
     if interleave == "none" and inner % 16:
@@ -228,6 +268,20 @@ def tma(array, box, *, swizzle: str = "none", interleave: str = "none", l2_promo
     return out
 
 
+def _check_extent(shape: tuple, strides: tuple) -> None:
+    """Each dimension 1 to 2**32 and no stride negative, as the driver takes them (cuda.bindings
+    would raise OverflowError for a negative stride or a dimension of 2**64)."""
+    for i, d in enumerate(shape):
+        if not 1 <= d <= 1 << 32:
+            raise ArgumentError(f"tma(array): dimension {i} is {quote(d, 30)}; a tensor map's "
+                                f"dimensions are 1 to 2**32")
+    for i, s in enumerate(strides):
+        if s < 0:
+            raise ArgumentError(f"tma(array): the stride of dimension {i} is {quote(s, 30)} "
+                                f"bytes; TMA needs positive strides (a reversed view such as "
+                                f"x[::-1]?): give a contiguous copy")
+
+
 def _im2col(value, rank: int, shape: tuple) -> tuple:
     """``(lower, upper)`` corners of an im2col map, checked against the rank and the shape."""
     if not 3 <= rank <= 5:
@@ -246,8 +300,9 @@ def _im2col(value, rank: int, shape: tuple) -> tuple:
     for name, corner in zip(("lower", "upper"), corners):
         for i, x in enumerate(corner):
             if not -limit <= x < limit:
-                raise ArgumentError(f"tma(im2col={quote(value, 60)}): {name}[{i}]={x}; a rank-"
-                                    f"{rank} map's corners are {-limit} to {limit - 1}")
+                raise ArgumentError(f"tma(im2col={quote(value, 60)}): {name}[{i}]="
+                                    f"{quote(x, 20)}; a rank-{rank} map's corners are "
+                                    f"{-limit} to {limit - 1}")
     lower, upper = corners
     for i, (lo, up) in enumerate(zip(lower, upper)):
         if shape[1 + i] - 1 + up < lo:

@@ -70,6 +70,117 @@ def test_an_im2col_or_data_type_the_driver_would_refuse_is_said_first(array, kw,
         tma(array, **kw)
 
 
+class Interface:
+    """An object whose __cuda_array_interface__ is whatever it is given (malformed ones too)."""
+
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+def _cai(**kw) -> Interface:
+    cai = {"shape": (64, 64), "typestr": "<f4", "data": (1 << 20, False), "strides": None,
+           "version": 3}
+    cai.update(kw)
+    return Interface({k: v for k, v in cai.items() if v is not _GONE})
+
+
+_GONE = object()
+_OPTIONS = r"\): choose one of"
+
+
+@pytest.mark.parametrize("array, kw, message", [
+    # unhashable choices: a list or dict is refused naming the keyword
+    (Cai((64, 64)), dict(swizzle=["128B"]), r"tma\(swizzle=\['128B'\]" + _OPTIONS),
+    (Cai((64, 64)), dict(interleave={}), r"tma\(interleave=\{\}" + _OPTIONS),
+    (Cai((64, 64)), dict(l2_promotion=[]), r"tma\(l2_promotion=\[\]" + _OPTIONS),
+    (Cai((64, 64)), dict(oob_fill={"a": 1}), r"tma\(oob_fill=\{'a': 1\}" + _OPTIONS),
+    (Cai((64, 64)), dict(data_type=["bfloat16"]), r"tma\(data_type=\['bfloat16'\]\): one of"),
+    (Cai((64, 64)), dict(swizzle=128), r"tma\(swizzle=128" + _OPTIONS),
+    # element_strides: a tuple per dimension, not an int, a string or bools
+    (Cai((64, 64)), dict(element_strides=2),
+     r"tma\(element_strides=2\): a tuple of one int from 1 to 8 per dimension \(2 here\)"),
+    (Cai((64, 64)), dict(element_strides="11"), r"element_strides='11'\): a tuple of one int"),
+    (Cai((64, 64)), dict(element_strides=(True, 1)), r"element_strides=\(True, 1\)\): a tuple"),
+    # a malformed __cuda_array_interface__: the key and what it must be
+    (Interface(5), {}, r"its __cuda_array_interface__ is 5: a dict with 'shape', 'typestr' and"),
+    (_cai(shape=_GONE), {}, r"its __cuda_array_interface__ has no 'shape'"),
+    (_cai(typestr=_GONE), {}, r"its __cuda_array_interface__ has no 'typestr'"),
+    (_cai(data=_GONE), {}, r"its __cuda_array_interface__ has no 'data'"),
+    (_cai(shape=64), {}, r"__cuda_array_interface__\['shape'\]=64: a tuple of ints"),
+    (_cai(shape=(64.0, 64)), {}, r"\['shape'\]=\(64.0, 64\): a tuple of ints"),
+    (_cai(shape="ab"), {}, r"\['shape'\]='ab': a tuple of ints"),
+    (_cai(typestr=4), {}, r"\['typestr'\]=4: a NumPy type string such as '<f4'"),
+    (_cai(strides=256), {}, r"\['strides'\]=256: None or a tuple of 2 ints"),
+    (_cai(strides=(256,)), {}, r"\['strides'\]=\(256,\): None or a tuple of 2 ints"),
+    (_cai(strides=(256.0, 4.0)), {}, r"\['strides'\]=\(256.0, 4.0\): None or a tuple"),
+    (_cai(data=1 << 20), {}, r"\['data'\]=1048576: a pair \(device address, read-only flag\)"),
+    (_cai(data=("x", False)), {}, r"\['data'\]=\('x', False\): a pair"),
+    (_cai(data=(1 << 20,)), {}, r"\['data'\]=\(1048576,\): a pair"),
+    (_cai(data=(1 << 20, "no")), {}, r"\['data'\]=\(1048576, 'no'\): a pair"),
+    (_cai(data=(1 << 64, False)), {}, r"\['data'\]=.*: its address is not a 64-bit unsigned"),
+    (_cai(data=(-16, False)), {}, r"\['data'\]=\(-16, False\): its address is not a 64-bit"),
+    (_cai(typestr="z" * 10_000), {}, r"dtype z{40}\.\.\. \(10000 characters\) has no "
+                                     r"tensor-map type"),
+    # dimensions 1 to 2**32, strides not negative (a CuPy x[::-1] view)
+    (_cai(shape=(1 << 64, 64)), {}, r"dimension 0 is 18446744073709551616; a tensor map's "
+                                    r"dimensions are 1 to 2\*\*32"),
+    (_cai(shape=(64, (1 << 32) + 1)), {}, r"dimension 1 is 4294967297; .* 1 to 2\*\*32"),
+    (_cai(shape=(0, 64)), {}, r"dimension 0 is 0; a tensor map's dimensions are 1 to"),
+    (_cai(shape=(10 ** 5000, 64)), {}, r"dimension 0 is <int>; "),
+    (_cai(strides=(-256, 4), data=((1 << 20) + 63 * 256, False)), {},
+     r"the stride of dimension 0 is -256 bytes; TMA needs positive strides \(a reversed view "
+     r"such as x\[::-1\]\?\): give a contiguous copy"),
+    (_cai(strides=(256, -4)), {}, r"the stride of dimension 1 is -4 bytes; TMA needs positive"),
+    (_cai(strides=(10 ** 5000, 4)), {}, r"the stride of dimension 0 is <int> bytes"),
+    (Cai((64, 64)), dict(box=(64, 10 ** 5000)), r"box\[1\]=<int>; each side is 1 to 256"),
+])
+def test_bad_keywords_and_malformed_arrays_are_said_naming_the_parameter(array, kw, message):
+    """Each is refused before cuda.bindings sees it (no driver here: reaching the encode call
+    would fail otherwise), as one ArgumentError naming the keyword or the interface's key."""
+    with pytest.raises(ArgumentError, match=message):
+        tma(array, **{"box": (64, 32), **kw})
+
+
+@pytest.fixture
+def encoded(monkeypatch):
+    """cuTensorMapEncodeTiled recorded, not run (no driver here): its calls' arguments."""
+    from cuda.bindings import driver as drv
+    calls = []
+    monkeypatch.setattr(drv, "cuTensorMapEncodeTiled",
+                        lambda *a: calls.append(a) or (drv.CUresult(0), drv.CUtensorMap()))
+    return calls
+
+
+@pytest.mark.parametrize("swizzle, span", [("32B", 32), ("64B", 64), ("128B", 128)])
+@pytest.mark.parametrize("typestr", ["<f4", "<u2", "|u1"])
+def test_a_box_exactly_the_swizzle_span_is_accepted_and_one_step_more_is_not(
+        encoded, swizzle, span, typestr):
+    """The box's innermost side may fill the swizzle span exactly (128 bytes under 128B: 32
+    floats); the next multiple of 16 bytes is refused before the driver."""
+    size = int(typestr[2:])
+    t = tma(Cai((64, 256), typestr), box=(8, span // size), swizzle=swizzle)
+    assert t.box == (8, span // size) and len(encoded) == 1
+    assert encoded[0][8].name == f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"
+    with pytest.raises(ArgumentError, match=rf"the innermost side is {span + 16} bytes, more "
+                                            rf"than the {span}-byte swizzle span"):
+        tma(Cai((64, 256), typestr), box=(8, (span + 16) // size), swizzle=swizzle)
+    if size == 1:                                  # 129 bytes: not a multiple of 16 either
+        with pytest.raises(ArgumentError, match=r"innermost side is \d+ bytes"):
+            tma(Cai((64, 256), typestr), box=(8, span + 1), swizzle=swizzle)
+    assert len(encoded) == 1
+
+
+def test_a_valid_layout_reaches_the_encode_call_in_the_driver_s_order(encoded):
+    """The checks above pass a good array through: rank, address, dimensions and strides
+    innermost first, as cuTensorMapEncodeTiled takes them."""
+    t = tma(_cai(strides=(512, 4)), box=(16, 32), swizzle="128B", element_strides=[1, 2])
+    (kind, rank, address, dims, strides, box, es, *_), = encoded
+    assert (int(rank), address) == (2, 1 << 20)
+    assert [int(d) for d in dims] == [64, 64] and [int(s) for s in strides] == [512]
+    assert [int(b) for b in box] == [32, 16] and [int(e) for e in es] == [2, 1]
+    assert t.recipe["element_strides"] == [1, 2] and t.dtype == "float32"
+
+
 def test_a_tensor_map_crosses_to_a_tool_as_its_array_and_recipe(tmp_path, monkeypatch):
     """k.profile / k.check run the launch in another process, where this process's device
     address means nothing: the spec carries the map's array and the keywords that made it, and

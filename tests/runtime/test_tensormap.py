@@ -391,6 +391,41 @@ def test_clusters_cooperative_and_pdl_launches():
 
 
 @pytest.mark.gpu
+def test_hostile_tma_and_attribute_values_on_the_gpu():
+    """What the CPU tests pin, against the real driver and arrays: CuPy's x[::-1] (negative
+    strides) is refused as such, not cuda.bindings' OverflowError; a box exactly the 128-byte
+    swizzle span encodes; the cooperative fit counts a 3-D grid; "no" is not a bool."""
+    torch = pytest.importorskip("torch")
+    cp = pytest.importorskip("cupy")
+    x = cp.zeros((64, 64), dtype=cp.float32)
+    with pytest.raises(ArgumentError, match=r"stride of dimension 0 is -256 bytes; TMA needs "
+                                            r"positive strides"):
+        tma(x[::-1], box=(16, 32))
+    assert tma(x, box=(16, 32), swizzle="128B").swizzle == "128B"      # 32 floats: 128 bytes
+    with pytest.raises(ArgumentError, match=r"144 bytes, more than the 128-byte swizzle span"):
+        tma(x, box=(16, 36), swizzle="128B")
+
+    m = cuda_magic.build(RUNTIME_CLUSTER)
+    n = 1 << 16
+    data = torch.randint(0, 100, (n,), dtype=torch.int32, device="cuda")
+    partial = torch.zeros(132 * 4, dtype=torch.int32, device="cuda")
+    total = torch.zeros(1, dtype=torch.int32, device="cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    m.grid_sum.launch((sms, 1, 2), 256, (data, partial, total, n), cooperative=True)
+    assert total.item() == int(data.sum().item())
+    with pytest.raises(ArgumentError, match=rf"a cooperative grid of {sms * 64} blocks does not "
+                                            rf"fit on the GPU at once"):
+        m.grid_sum.launch((sms, 1, 64), 1024, (data, partial, total, n), cooperative=True)
+    for kw in (dict(cooperative="no"), dict(pdl="no")):
+        with pytest.raises(ArgumentError, match=r"grid_sum: (cooperative|pdl)='no': a bool"):
+            m.grid_sum.launch(sms, 256, (data, partial, total, n), **kw)
+    out = torch.zeros(3 * 12, dtype=torch.int32, device="cuda")
+    m.ranks.launch((2, 2, 3), 32, (out,), cluster=(1, 1, 3))
+    with pytest.raises(ArgumentError, match=r"grid z = 3 is not a multiple of the cluster's z = 2"):
+        m.ranks.launch((2, 2, 3), 32, (out,), cluster=(1, 1, 2))
+
+
+@pytest.mark.gpu
 def test_a_cuda_core_launch_config_launches_its_clusters():
     """k[LaunchConfig(grid=2, cluster=4, block=32)]: 2 clusters of 4 blocks (cuda.core counts
     the grid in clusters), in a launch and in k.bench[config]."""

@@ -2,7 +2,6 @@
 anywhere; a GPU runs the bench stage (marked gpu)."""
 
 import importlib
-import importlib.util
 import re
 
 import numpy as np
@@ -261,12 +260,30 @@ def test_help_shows_the_usage_and_the_space_syntax(shell, capsys):
     assert "\nusage: %%cuda_tune [--arch ARCH]" in str(err.value)
 
 
-def test_tuning_shows_as_text(shell):
+def test_tuning_shows_every_candidate_as_text_and_html(shell):
+    """What the notebook shows after a compile-only %%cuda_tune: the header, then one row per
+    candidate in index order with its parameter values (each parameter's kind under its
+    name), its registers and its status; the HTML has the same rows."""
     t = tune(shell, f"{SPACE} --compile-only")
-    if importlib.util.find_spec("cuda_magic.display.tune") is None:
-        pytest.skip("the Tuning view is not here yet")
-    text = shell.display_formatter.format(t)[0]["text/plain"]
-    assert "8 candidates" in text and "compiled" in text
+    shown = shell.display_formatter.format(t)[0]
+    text, html = shown["text/plain"], shown["text/html"]
+    lines = text.splitlines()
+    assert lines[0].startswith("8 candidates compiled (compile-only: none benched) · compile ")
+    assert lines[1] == "" and len(lines) == 12          # the table, no winner, no notes
+    head = lines[2].split()
+    assert head[:4] == ["#", "BM", "BN", "block"] and head[-2:] == ["status", "reason"]
+    assert lines[3].split() == ["template", "template", "launch"]
+    registers = head.index("registers")
+    expected = [[str(c.index), str(c.params["BM"]), str(c.params["BN"]), str(c.params["block"]),
+                 str(c.registers), "compiled"] for c in t.candidates]
+    assert [c.index for c in t.candidates] == list(range(8))
+    assert [c.params for c in t.candidates[-1:]] == [{"BM": 128, "BN": 2, "block": 256}]
+    got = [row[:4] + [row[registers], row[-1]] for row in (ln.split() for ln in lines[4:])]
+    assert got == expected, text
+    body = html.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in body.split("</tr>")[:-1]]
+    assert [row[:4] + [row[registers], row[-2]] for row in cells] == expected
+    assert html.count("<span style=\"opacity: 0.65; font-weight: normal\">template</span>") == 2
 
 
 def test_compile_only_without_a_block_shows_occupancy_and_what_was_done(shell):

@@ -17,7 +17,8 @@ Three formats (docs/export.md):
 Every build of the module's arch list goes in, each byte for byte as compiled.  The files are
 the same bytes each time for the same module and options.  ``path`` is written whole or not at
 all: the export is made beside it and moved in; an existing ``path`` is replaced only when it
-is an earlier export (or ``overwrite=True``).
+is an earlier export of the same name with its files unchanged, or with ``overwrite=True``
+(:mod:`.writing`).
 """
 
 from __future__ import annotations
@@ -130,8 +131,8 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
     ``outputs`` (pointers the op allocates and returns instead of taking:
     ``{"y": "like x"}``, ``{"c": "(m, n)"}``, ``{"y": ("like x", "float16")}`` where the pointee
     names no dtype).  ``name``: the package (C prefix) name, default the last part of ``path``.
-    ``version``: the package's.  ``overwrite``: replace a directory that is not an earlier
-    export.  Returns an :class:`Exported`.
+    ``version``: the package's.  ``overwrite`` (a bool): replace a directory that is not an
+    earlier export of this name with its files unchanged.  Returns an :class:`Exported`.
 
     Examples::
 
@@ -141,6 +142,8 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
         export(m, "wheel", "dist_src/scale_ops", grid=lambda n: cdiv(n, 256), block=256)
     """
     fmt = _fmt(format)
+    if not isinstance(overwrite, bool):
+        raise ExportError(f"overwrite={quote(overwrite, 80)}: True or False")
     if not isinstance(path, (str, os.PathLike)):
         raise ExportError(f"path: a directory (str or path), not {quote(path, 80)}")
     path = pathlib.Path(path).expanduser().absolute()
@@ -203,7 +206,7 @@ def _cubin(path, name, version, ks, module, cm_version, overwrite) -> Exported:
 
 def _done(path, fmt, name, files, ops, overwrite, package_manifest=None,
           wheel_path=None) -> Exported:
-    write(path, files, overwrite)
+    write(path, files, overwrite, name)
     m = json.loads((package_manifest or files["manifest.json"]).decode())
     return Exported(str(path), fmt, name, {p: _sha(d) for p, d in sorted(files.items())},
                     {p: len(d) for p, d in sorted(files.items())}, ops, m, wheel_path)

@@ -1021,13 +1021,13 @@ def test_a_failed_write_leaves_the_earlier_export(saxpy, tmp_path, monkeypatch):
         return real(self, data)
 
     monkeypatch.setattr(pathlib.Path, "write_bytes", failing)
-    with pytest.raises(OSError, match="No space left on device"):
+    with pytest.raises(ExportError, match="No space left on device"):
         export(saxpy, "torch", d, grid=4, block=64, outputs={"y": "like x"})
     monkeypatch.undo()
     assert len(written) == 3 and all(d not in p.parents for p in written)
     assert tree(d) == before
     assert sorted(os.listdir(tmp_path)) == ["pkg"]          # no temporary directory beside it
-    with pytest.raises(OSError):                            # and into a new path: nothing
+    with pytest.raises(ExportError):                        # and into a new path: nothing
         monkeypatch.setattr(pathlib.Path, "write_bytes", failing)
         export(saxpy, "cubin", tmp_path / "new")
     monkeypatch.undo()

@@ -258,10 +258,14 @@ class CompileError(Error, RuntimeError):
     shown = False   # set once the error was displayed in full (the %%cuda cell's error view)
     context = ""    # e.g. "variant 'fast'" (%%cuda_compare): which build of the cell failed
     notes: tuple[str, ...] = ()   # what cuda-magic adds: where an include was searched for, ...
+    leading = 0                   # how many of the notes come before the compiler's lines
 
-    def note(self, text: str) -> "CompileError":
-        """Add a line after the compiler's errors (e.g. the likely fix); returns the error itself."""
-        self.notes = (*self.notes, text)
+    def note(self, text: str, first: bool = False) -> "CompileError":
+        """Add a line after the compiler's errors (e.g. the likely fix), or with ``first``
+        before them (the cause, when the log buries it); returns the error itself."""
+        at = self.leading if first else len(self.notes)
+        self.notes = (*self.notes[:at], text, *self.notes[at:])
+        self.leading += first
         self.args = (self._message(),)
         return self
 
@@ -302,7 +306,7 @@ class CompileError(Error, RuntimeError):
 
     def _message(self) -> str:
         src = self.source.split("\n")
-        parts = [self.what]
+        parts = [self.what, *(clip(n, 2000) for n in self.notes[:self.leading])]
         errors = self.error_lines()
         for lineno, text in errors[:self.MAX_ERRORS]:
             parts.append(clip(text, self.MAX_LINE))
@@ -314,7 +318,7 @@ class CompileError(Error, RuntimeError):
         if not errors:
             tail = self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"]
             parts.extend(clip(line, self.MAX_LINE) for line in tail)
-        return "\n".join(parts + [clip(n, 2000) for n in self.notes])
+        return "\n".join(parts + [clip(n, 2000) for n in self.notes[self.leading:]])
 
     def missing_includes(self) -> list[str]:
         """Names of ``#include``s the compiler could not find, in log order."""

@@ -597,6 +597,20 @@ def run_dynamic_parallelism(m):
                                                  .astype(np.float32)[:, None], cols, axis=1))
 
 
+def run_pdl_devrt(m):
+    rows, cols = 37, 300
+    n = rows * cols
+    x = _rng(33).standard_normal(n, dtype=np.float32)
+    bias = _rng(34).standard_normal(cols, dtype=np.float32)
+    y, out = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    m["scale_rows"].launch(_cdiv(n, 256), 256, (x, y, np.float32(1.5), n))
+    m["add_bias"].launch(_cdiv(n, 256), 256, (y, bias, out, n, cols), pdl=True)
+    np.testing.assert_array_equal(out, np.float32(1.5) * x + np.tile(bias, rows))
+    mat = out.reshape(rows, cols).copy()
+    m["relaunch"][_cdiv(rows, 32), 32](mat, rows, cols)
+    np.testing.assert_array_equal(mat, -out.reshape(rows, cols))
+
+
 def run_cub_umbrella(m):
     n = 1000
     x = _rng(27).standard_normal(n, dtype=np.float32)
@@ -728,6 +742,12 @@ CASES: tuple[Case, ...] = (
          {"scale_row": "_Z9scale_rowPffi", "fill_row": "_Z8fill_rowPffi",
           "scale_rows": "_Z10scale_rowsPfPKfii", "fill_then_scale": "_Z15fill_then_scalePfiiff"},
          run=run_dynamic_parallelism),
+    # what NVIDIA's docs tell NVRTC users: the PDL functions from <cuda_device_runtime_api.h>,
+    # -rdc=true (NVRTC then declares the device runtime itself), beside the pre-include
+    Case("pdl_devrt.cu", {"scale_rows": 4, "add_bias": 5, "negate_row": 2, "relaunch": 3},
+         {"scale_rows": "_Z10scale_rowsPKfPffi", "add_bias": "_Z8add_biasPKfS0_Pfii",
+          "negate_row": "_Z10negate_rowPfi", "relaunch": "_Z8relaunchPfii"},
+         run=run_pdl_devrt),
 )
 
 # Kernels a file defines but must never be bound (inside #if 0 and the like).

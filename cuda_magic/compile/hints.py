@@ -18,7 +18,7 @@ from . import headers
 from .cheaders import INT_NAMES, SINCE, words
 from .stdheaders import _CXX
 
-__all__ = ["log_hints", "missing_hint", "DEVICE_LAUNCH", "annotate", "arch_hint"]
+__all__ = ["log_hints", "missing_hint", "device_launch", "annotate", "arch_hint"]
 
 # --- a hint for what nvcc lacks too ------------------------------------------------
 
@@ -44,7 +44,8 @@ _UNDEFINED = (r'identifier "([A-Za-z_]\w*)" is undefined'
 def log_hints(log: str, nvrtc: bool = True) -> list[str]:
     """One line per name the compiler did not know and a standard header declares:
     ``'uint64_t' is declared in <cstdint>: add #include <cstdint>``; under NVRTC, that
-    ``cub::Device*`` needs nvcc; what a device-side launch needs (``-rdc=true``)."""
+    ``cub::Device*`` needs nvcc; what a device-side launch needs (``-rdc=true``, in the
+    flags of the compiler that ran: :func:`device_launch`)."""
     out = []
     for m in re.finditer(_UNDEFINED, log):
         name, std, device = m.groups()
@@ -62,18 +63,25 @@ def log_hints(log: str, nvrtc: bool = True) -> list[str]:
         if line and line not in out:
             out.append(line)
     if re.search(_DEVICE_LAUNCH, log):
-        out.append(DEVICE_LAUNCH)
+        out.append(device_launch("nvrtc" if nvrtc else "nvcc"))
     return out[:6]
 
 
 # Dynamic parallelism: both compilers stop unless -rdc=true; with it, cuda-magic links the
-# device runtime (compile/link.py).
+# device runtime (compile/link.py).  The front ends refuse the launch when the device runtime
+# API is not declared; NVRTC, when the cell declares it (#include <cuda_device_runtime_api.h>,
+# or the PDL pre-include), compiles the launch and its ptxas finds the runtime's calls missing.
 _DEVICE_LAUNCH = (r"device-side kernel launch could not be processed|kernel launch from "
-                  r"__device__ or __global__ functions requires separate compilation")
-DEVICE_LAUNCH = ("a device-side launch (dynamic parallelism, kernel<<<...>>> in device code) needs "
-                 "relocatable device code: add -rdc=true to the compiler's flags (e.g. %%cuda "
-                 "--nvrtc+ \"-rdc=true\"); cuda-magic then links the CUDA device runtime "
-                 "(libcudadevrt) in with nvJitLink")
+                  r"__device__ or __global__ functions requires separate compilation"
+                  r"|Unresolved extern function '__cudaCDP2\w*'")
+
+
+def device_launch(compiler: str) -> str:
+    """The hint for a device-side launch without ``-rdc=true``, naming ``compiler``'s flags."""
+    return ("a device-side launch (dynamic parallelism, kernel<<<...>>> in device code) needs "
+            f"relocatable device code: add -rdc=true to the {compiler} flags (%%cuda "
+            f"--{compiler}+ \"-rdc=true\", or a //| {compiler}+: [-rdc=true] header); cuda-magic "
+            "then links the CUDA device runtime (libcudadevrt) in with nvJitLink")
 
 
 # --- missing_hint ---------------------------------------------------------------
@@ -162,8 +170,8 @@ def _known(exc, backend) -> None:
     (:func:`arch_hint`), the standard header that declares an undefined name
     (:func:`log_hints`, both compilers), an older CCCL."""
     hint = arch_hint(exc.log)
-    if hint:
-        exc.note(hint)
+    if hint:        # before ptxas's lines: they name the instruction, not the fix
+        exc.note(hint, first=True)
     for line in log_hints(exc.log, nvrtc=backend.name == "nvrtc"):
         exc.note(line)
     for compiler, patterns, note in _KNOWN:

@@ -28,7 +28,8 @@ A PCH is a cache, so it trusts nothing it did not write (docs/cache.md's rules):
   older cuda-magic is replaced, never used;
 - a fault in the store (a full disk, a directory at a file's path) degrades to compiling
   without a PCH and says so once (:func:`say`); after a failed write no new PCH is tried in
-  that directory for the rest of the process (:func:`clear` tries again).
+  that directory for the rest of the process (:func:`clear` tries again); NVRTC unable to map
+  a PCH's memory (a file-size limit) turns PCH off for the process (:func:`unmappable`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import hmac
 import os
 import re
 import stat
+import tempfile
 import threading
 import warnings
 from typing import Mapping, Sequence
@@ -47,7 +49,7 @@ from .. import settings
 from .cache import Untrusted, check_dir, make_dir, read_checked, secret_at, user_secret
 
 __all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage",
-           "created", "write_failed", "refused", "sign", "say", "forget", "lock"]
+           "created", "write_failed", "unmappable", "refused", "sign", "say", "forget", "lock"]
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
 HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
@@ -55,7 +57,8 @@ HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
          "cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h")   # these three include fp16 and bf16
 
 _LOCK = threading.Lock()       # one PCH creation at a time (the heap size is process-wide)
-_state: dict = {"no_create": None}      # a directory where writing a PCH failed (this process)
+_state: dict = {"no_create": None,      # a directory where writing a PCH failed (this process)
+                "off": False}           # NVRTC could not map a PCH's memory (this process)
 _said: set[str] = set()                 # the problems already said (each once)
 _MAC = ".mac"                           # NAME.pch.mac: the HMAC of NAME.pch as we wrote it
 _FALLBACK_SECRET = ".pch-secret"        # in the directory, when the per-user secret can't be used
@@ -93,6 +96,7 @@ def forget() -> None:
     """Forget the problems already said and the directory where a write failed."""
     _said.clear()
     _state["no_create"] = None
+    _state["off"] = False
 
 
 def set_limit(nbytes: int) -> None:
@@ -261,7 +265,7 @@ def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str
     cannot be had (said once).  ``exists``: a PCH we wrote for exactly these inputs is there
     (anything else at the path is replaced when the PCH is made).  A bad ``settings.pch_limit``
     (``CUDA_MAGIC_PCH_LIMIT``) is its ConfigError, before any PCH is made."""
-    if not enabled():
+    if not enabled() or _state["off"]:
         return None
     head = prefix(source)
     includes = re.findall(r'#\s*include\s*[<"]([^>"]+)[>"]', head)
@@ -313,6 +317,18 @@ def write_failed(d: str, why: str) -> None:
     say(f"write:{d}", f"cuda-magic: could not write a precompiled header in {d} ({why}); "
         f"compiling without one. No new precompiled headers are made there in this session "
         f"(the ones there are still used); free space and call cuda_magic.clear_pch() to try again.")
+
+
+def unmappable(why: str) -> None:
+    """NVRTC could not map the memory a PCH needs (it grows a temporary file for it): a
+    file-size limit (``ulimit -f``) or a full temporary directory, no fault of the PCH or its
+    directory.  Said once; no PCH is made or used for the rest of the process (:func:`clear`
+    tries again)."""
+    _state["off"] = True
+    say("map", f"cuda-magic: NVRTC could not map memory for a precompiled header ({why}: it "
+        f"backs one with a temporary file in {tempfile.gettempdir()}, so a file-size limit, "
+        f"ulimit -f, or a full temporary directory stops it); compiling without precompiled "
+        f"headers for the rest of this session (cuda_magic.clear_pch() tries again).")
 
 
 def refused(path: str) -> None:

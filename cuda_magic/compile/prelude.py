@@ -31,16 +31,23 @@ _GLIBC_TYPES = [("ushort", "unsigned short"), ("uint", "unsigned int"), ("ulong"
                 ("u_int64_t", "unsigned long")]
 # (identifiers that call for it, text); glibc's <sys/types.h> has int8_t..int64_t (signed
 # only), given here by the <cstdint> block, whose guard keeps libcu++'s 'long long' ones out.
+_PDL = ("cudaGridDependencySynchronize", "cudaTriggerProgrammaticLaunchCompletion")
 _IMPLICIT_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("__extension__",), "#ifndef __extension__\n#define __extension__\n#endif\n"),
-    (("cudaGridDependencySynchronize", "cudaTriggerProgrammaticLaunchCompletion"), """
-// Programmatic dependent launch (sm_90+), as cuda_device_runtime_api.h defines them.
+    (_PDL, """
+// Programmatic dependent launch (sm_90+): the toolkit's cuda_device_runtime_api.h, as nvcc's
+// cuda_runtime.h includes it.  Its include guard keeps it once: NVRTC's built-in copy (under
+// -rdc) or the cell's own #include of it wins, whichever comes first.
+#if !defined(__CUDA_DEVICE_RUNTIME_API_H__) && __has_include(<cuda_device_runtime_api.h>)
+#include <cuda_device_runtime_api.h>
+#elif !defined(__CUDA_DEVICE_RUNTIME_API_H__)
 static inline __device__ void cudaTriggerProgrammaticLaunchCompletion(void) {
   asm volatile("griddepcontrol.launch_dependents;" :::);
 }
 static inline __device__ void cudaGridDependencySynchronize(void) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
+#endif
 """),
     (("int8_t", "int16_t", "int32_t", "int64_t"), guarded(guard("cstdint"), BASICS + SPECS["cstdint"][1])),
     (tuple(n for n, _ in _GLIBC_TYPES), "".join(f"typedef {t} {n};\n" for n, t in _GLIBC_TYPES)),

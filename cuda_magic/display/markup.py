@@ -409,7 +409,9 @@ def error(exc) -> str:
     count = f" · {len(errors)} error" + ("s" if len(errors) != 1 else "") if errors else ""
     head = f'<div style="{MONO}; margin: 2px 0"><b>{escape(exc.what)}</b>{count}</div>'
     body = f'<pre style="{PRE}; {WRAP}">' + "\n".join(items) + "</pre>" if items else ""
-    return (f'<div class="cuda-magic">{head}{body}'
+    leads = "".join(note(n, f"{WARN}; {WRAP}") for n in exc.notes[:exc.leading])  # the cause,
+    notes = "".join(note(n, WRAP) for n in exc.notes[exc.leading:])  # the fix (cuda-magic's)
+    return (f'<div class="cuda-magic">{head}{leads}{body}{notes}'
             f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{argv_html(exc.argv)}'
             + section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)", WRAP))
             + "</div>")

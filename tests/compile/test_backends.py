@@ -4,6 +4,8 @@ flow through a fake backend (no GPU or CUDA toolkit needed)."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import subprocess
 
 import pytest
 
@@ -239,5 +241,12 @@ def test_fake_backend_gets_its_own_flag_key(registry_restored, private_cache):
 def test_fake_backend_is_gone_after_cleanup():
     with pytest.raises(ConfigError, match="unknown compiler 'fake'"):
         get_backend("fake")
-    assert get_backend("nvcc").version is not None
+    from cuda_magic import tools
+    from cuda_magic.compile.backends import nvcc as nvcc_module
+    nvcc = get_backend("nvcc")
+    assert nvcc is nvcc_module.BACKEND and nvcc.version is nvcc_module.version
+    version = nvcc.version()                    # the real nvcc's, not "fake-nvcc"
+    said = subprocess.run([tools.find("nvcc"), "--version"], capture_output=True,
+                          text=True).stdout
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version) and f"V{version}" in said, (version, said)
     assert get_backend("nvcc").compile.__class__ is not FakeCompiler

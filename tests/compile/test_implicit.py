@@ -136,6 +136,72 @@ def test_nvcc_implicit_names_mean_the_same_with_both_compilers(compiler):
         assert "pre-included" in r.log
 
 
+PDL = ("__global__ void k(int* p) {\n  cudaGridDependencySynchronize(); p[0] = 1;\n"
+       "  cudaTriggerProgrammaticLaunchCompletion();\n}\n")
+DEVRT = "#include <cuda_device_runtime_api.h>\n"
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("head, flags", [
+    pytest.param(DEVRT, [], id="include"),      # what NVIDIA's docs tell NVRTC users to write
+    pytest.param("", ["-rdc=true"], id="rdc"),  # NVRTC's built-in header declares them then
+    pytest.param(DEVRT, ["-rdc=true"], id="include-rdc"),
+    pytest.param(PDL.replace("k(", "before(") + DEVRT, [], id="include-after-use"),
+])
+def test_pdl_with_the_device_runtime_header_or_rdc_is_defined_once(compiler, head, flags):
+    """The pre-include never defines the PDL functions a second time: it includes the toolkit's
+    cuda_device_runtime_api.h (as nvcc's cuda_runtime.h does), whose guard keeps it once."""
+    r = build(head + PDL, compiler, target_format="ptx", **{compiler: flags})
+    ptx = r.binary.decode()
+    assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
+    if compiler == "nvrtc":
+        assert f"--pre-include={prelude.IMPLICIT}" in r.argv
+
+
+PRODUCE_CONSUME = r"""
+__global__ void produce(int* buf, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) buf[i] = 3 * i;
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+__global__ void consume(const int* buf, int* out, int n) {
+  cudaGridDependencySynchronize();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = buf[i] + 1;
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("head, flags", [pytest.param("", "", id="pre-include"),
+                                         pytest.param(DEVRT, "", id="include"),
+                                         pytest.param(DEVRT, "-rdc=true", id="include-rdc")])
+def test_pdl_kernels_launch_with_pdl_however_declared(compiler, head, flags):
+    """The consumer launched with pdl=True (programmatic stream serialization) waits in
+    cudaGridDependencySynchronize for the producer's writes."""
+    import numpy as np
+    m = cuda_magic.build(head + PRODUCE_CONSUME, cuda_magic.line_config(
+        arch=ARCH, compiler=compiler, **({compiler: flags} if flags else {})))
+    n = 1 << 16
+    buf, out = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    for _ in range(3):
+        buf[:], out[:] = 0, 0
+        m.produce.launch(n // 256, 256, (buf, n))
+        m.consume.launch(n // 256, 256, (buf, out, n), pdl=True)
+        np.testing.assert_array_equal(out, 3 * np.arange(n, dtype=np.int32) + 1)
+
+
+def test_pdl_without_the_toolkit_header_is_defined_by_the_pre_include(monkeypatch):
+    """Where no cuda_device_runtime_api.h is found, the pre-include's own definitions."""
+    parts = tuple((names, text.replace("<cuda_device_runtime_api.h>", "<cm_no_such_devrt.h>"))
+                  for names, text in prelude._IMPLICIT_PARTS)
+    monkeypatch.setattr(prelude, "_IMPLICIT_PARTS", parts)
+    assert "cm_no_such_devrt.h" in prelude.implicit([PDL])
+    ptx = build(PDL, target_format="ptx").binary.decode()
+    assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
+
+
 def test_the_prelude_is_only_for_cells_that_use_its_names():
     assert not any(a.startswith("--pre-include") for a in build(SAXPY).argv)
     assert prelude.implicit([SAXPY]) is None
@@ -273,10 +339,27 @@ DYNAMIC = ("__global__ void child(int* p) { p[threadIdx.x] = 1; }\n"
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
-def test_device_side_launch_says_what_it_needs(compiler):
+@pytest.mark.parametrize("head", [
+    pytest.param("", id="plain"), pytest.param(DEVRT, id="include"),
+    pytest.param("__device__ void w() { cudaGridDependencySynchronize(); }\n", id="pdl")])
+def test_device_side_launch_says_what_it_needs(compiler, head):
+    """The front ends refuse the launch; NVRTC, where the device runtime API is declared (the
+    cell's #include, or the PDL pre-include), compiles it and ptxas finds __cudaCDP2* missing.
+    Each way, the hint names the flag for the compiler that ran."""
+    other = {"nvrtc": "nvcc", "nvcc": "nvrtc"}[compiler]
     with pytest.raises(CompileError, match=r"device-side launch.*dynamic parallelism") as info:
-        build(DYNAMIC, compiler)
-    assert "-rdc" in str(info.value)
+        build(head + DYNAMIC, compiler)
+    msg = str(info.value)
+    assert f'%%cuda --{compiler}+ "-rdc=true"' in msg and f"//| {compiler}+: [-rdc=true]" in msg
+    assert f"--{other}+" not in msg and f"{other}+:" not in msg
+    if compiler == "nvrtc" and head:
+        assert "Unresolved extern function '__cudaCDP2" in info.value.log
+
+
+def test_device_launch_hints_read_ptxas_too():
+    log = "ptxas fatal   : Unresolved extern function '__cudaCDP2GetParameterBufferV2'\n"
+    assert hints.log_hints(log) == [hints.device_launch("nvrtc")]
+    assert hints.log_hints("ptxas fatal   : Unresolved extern function 'my_helper'\n") == []
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])

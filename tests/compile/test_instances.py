@@ -240,6 +240,27 @@ __global__ void scale(const float* x, float* y, float a, int n) {
     assert t.candidates[1].module.result.compiler == "nvcc"
 
 
+@pytest.mark.parametrize("flags, old", [
+    (["--std", "c++14"], True), (["-std", "c++14"], True), (["--std=c++14"], True),
+    (["-std=c++14"], True), (["-std", "gnu++11"], True), (["--std", "c++03"], True),
+    (["--std", "c++17"], False), (["-std", "c++20"], False), ([], False),
+    (["--std", "c++14", "-std=c++17"], False), (["-std=c++17", "--std", "c++14"], True),
+    (["-O3", "--std"], False)])
+def test_before_cxx17_reads_every_spelling(flags, old):
+    from cuda_magic.compile.instances import before_cxx17
+    assert before_cxx17(flags) is old
+
+
+@pytest.mark.parametrize("std", ["--std c++14", "-std c++14", "--std=c++14"])
+def test_nvcc_probes_below_cxx17_however_the_standard_is_written(std, fresh_cache):
+    """Two words (["--std", "c++14"] in the nvcc list) are C++14 as much as one: the probe
+    without 'auto' template parameters, or nvcc refuses it ('"auto" is not allowed here')."""
+    src = "template <int N, class T> __global__ void g(T* x) { x[0] = N; }\n"
+    m = build(src, line_config(arch=ARCH, compiler="nvcc", nvcc=std), instantiate=["g<3, float>"])
+    assert m.result.argv.count("c++14") + m.result.argv.count("--std=c++14") == 1
+    assert demangle([m.g_3_float.symbol])[m.g_3_float.symbol] == "void g<3, float>(float*)"
+
+
 def test_nvcc_probes_below_cxx17(fresh_cache):
     src = ("enum Algo { RAKING, WARP };\ntemplate <Algo A, class T> __global__ void g(T* x, int* n) "
            "{ x[0] = A + *n; }\n")

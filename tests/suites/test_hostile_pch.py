@@ -29,8 +29,12 @@ def cell(edit: int = 0, head: str = HEAVY) -> str:
 
 def value(result) -> int:
     """The constant the kernel stores."""
-    found = re.findall(r"(?:mov|st\.global)\.u32\s+(?:%r\d+|\[%rd\d+\]),\s*(\d+);",
-                       cuda_magic.ptx(result))
+    return stored(cuda_magic.ptx(result))
+
+
+def stored(ptx: str) -> int:
+    """The constant the kernel's PTX stores."""
+    found = re.findall(r"(?:mov|st\.global)\.u32\s+(?:%r\d+|\[%rd\d+\]),\s*(\d+);", ptx)
     assert found
     return int(found[-1])
 
@@ -107,6 +111,43 @@ def test_headers_that_do_not_compile_are_no_fault_of_the_pch_directory(store, fr
         cuda_magic.remove_header("t_broken_pch.cuh")
     assert said(record) == [], [str(w.message) for w in record]
     assert good.pch == "created" and value(good) == 1234571
+
+
+FILE_SIZE_LIMIT = r"""
+import json, resource, signal, warnings
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the limit fails (EFBIG)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+from cuda_magic import compile_source, ptx
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as record:
+    rs = [compile_source(CELL.format(i), {"cuda": {"arch": ARCH}}, force=True) for i in (1, 2)]
+print(json.dumps({"pch": [r.pch for r in rs], "argv": [a for r in rs for a in r.argv if "pch" in a],
+                  "ptx": [ptx(r) for r in rs], "said": [str(w.message) for w in record]}))
+"""
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_a_file_size_limit_compiles_without_a_pch_and_says_so_once(made, store, tmp_path):
+    """NVRTC backs a PCH's memory with a temporary file it grows: under a 1 MiB file-size limit
+    (RLIMIT_FSIZE) it fails with "unable to obtain mapped memory", whether it makes the PCH or
+    uses one made before.  Both cells compile without one, said once; a PCH there is kept."""
+    import json
+    env = {**os.environ, "CUDA_MAGIC_PCH_DIR": str(store), "CUDA_MAGIC_PCH": "1",
+           "CUDA_MAGIC_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("CUDA_MAGIC_PCH_LIMIT", None)
+    if made:                                        # a good PCH for this include set, first
+        assert compile_source(cell(30), cfg(), force=True).pch == "created"
+    code = f"CELL = {HEAVY + KERNEL!r}\nARCH = {cfg()['cuda']['arch']!r}\n" + FILE_SIZE_LIMIT
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["pch"] == ["", ""]
+    assert got["argv"] == []                        # both compiled without one, as argv says
+    assert [stored(p) for p in got["ptx"]] == [1234568, 1234569]
+    notes = [m for m in got["said"] if "precompiled header" in m]
+    assert len(notes) == 1 and "ulimit -f" in notes[0] and "without" in notes[0], got["said"]
+    assert len(pch_files(store)) == int(made)       # kept (not NVRTC's fault), none made
 
 
 # -- 2: a planted or stale PCH under the right name ---------------------------------------------------

@@ -21,7 +21,8 @@ runs to completion in the background, the worker destroys its program and its re
 discarded (a PCH it was creating is still published, under the PCH lock).
 
 A precompiled header is an optimisation (:mod:`..pch`): NVRTC failing to write one (a full
-disk), or refusing one we wrote, compiles the cell without it, said once.
+disk), unable to map its memory (a file-size limit), or refusing one we wrote, compiles the
+cell without it, said once.
 """
 
 from __future__ import annotations
@@ -276,6 +277,9 @@ def _use(nvrtc, source, argv, headers, name_expressions, target_format, path) ->
         return replace(out, pch="used")
     if out is None and int(status) == int(nvrtc.nvrtcResult.NVRTC_ERROR_CANCELLED):
         raise CompileError("nvrtc", log or status.name, with_pch, source, FILENAME)
+    if _MAP_FAULT in log:       # this process cannot map it (a file-size limit): the PCH is fine
+        _pch.unmappable(_MAP_FAULT)
+        return out
     _pch.refused(path)          # invalid (warning #626), or it broke the compile: made again next
     return out                  # time; a failed compile is compiled again without it
 
@@ -286,6 +290,9 @@ _WRITE_FAULT = re.compile(r"(?:error|warning)[^\n]*?(?:PCH file|precompiled head
 # NVRTC's "could not create PCH file because there were compilation errors": the headers failed
 # (the compile says why), which is no fault of the PCH directory
 _SOURCE_FAULT = "because there were compilation errors"
+# NVRTC grows a temporary file ($TMPDIR/edg.*) for the PCH's memory and maps it: a file-size
+# limit (RLIMIT_FSIZE) or a full temporary directory fails the compile with this, PCH or not made
+_MAP_FAULT = "unable to obtain mapped memory"
 
 
 def _create(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output | None:
@@ -311,6 +318,10 @@ def _create(nvrtc, source, argv, headers, name_expressions, target_format, path)
         made = _pch.created(tmp, path)     # so the compile after fixing a typo uses it
     elif os.path.lexists(tmp) and not os.path.isdir(tmp):
         os.unlink(tmp)
+    if not made and _MAP_FAULT in log:
+        _pch.unmappable(_MAP_FAULT)
+        if out is None:
+            return None
     fault = None if made else next((m for m in _WRITE_FAULT.finditer(log)      # the disk, not
                                     if _SOURCE_FAULT not in m.group()), None)   # the source
     if fault:

@@ -118,10 +118,15 @@ import json, resource, signal, warnings
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the limit fails (EFBIG)
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 from cuda_magic import compile_source, ptx
+from cuda_magic.compile.backends import nvrtc
+tried, run = [], nvrtc._run                           # the PCH flags of each NVRTC run
+nvrtc._run = lambda n, s, argv, *r: tried.extend(a.split("=")[0] for a in argv
+                                                 if "-pch=" in a) or run(n, s, argv, *r)
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as record:
     rs = [compile_source(CELL.format(i), {"cuda": {"arch": ARCH}}, force=True) for i in (1, 2)]
-print(json.dumps({"pch": [r.pch for r in rs], "argv": [a for r in rs for a in r.argv if "pch" in a],
+print(json.dumps({"pch": [r.pch for r in rs], "tried": tried,
+                  "argv": [a for r in rs for a in r.argv if "pch" in a],
                   "ptx": [ptx(r) for r in rs], "said": [str(w.message) for w in record]}))
 """
 
@@ -144,6 +149,7 @@ def test_a_file_size_limit_compiles_without_a_pch_and_says_so_once(made, store, 
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["pch"] == ["", ""]
     assert got["argv"] == []                        # both compiled without one, as argv says
+    assert got["tried"] == ["--use-pch" if made else "--create-pch"]    # then no PCH at all
     assert [stored(p) for p in got["ptx"]] == [1234568, 1234569]
     notes = [m for m in got["said"] if "precompiled header" in m]
     assert len(notes) == 1 and "ulimit -f" in notes[0] and "without" in notes[0], got["said"]

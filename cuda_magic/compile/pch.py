@@ -93,7 +93,7 @@ def say(key: str, message: str) -> None:
 
 
 def forget() -> None:
-    """Forget the problems already said and the directory where a write failed."""
+    """Forget the problems already said, the directory where a write failed and a mapping fault."""
     _said.clear()
     _state["no_create"] = None
     _state["off"] = False

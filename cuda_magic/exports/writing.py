@@ -281,11 +281,15 @@ def _exchange(a: pathlib.Path, b: pathlib.Path) -> bool:
 def _locked(folder: pathlib.Path, where: str):
     """Hold an exclusive ``flock`` on ``folder`` (nothing written, nothing left behind); yields
     whether the lock is held (not where the system or file system has no locks)."""
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        yield _lock(fd, where)
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except PermissionError:                 # a folder this user may write in but not read
+        fd = None
+    try:
+        yield fd is not None and _lock(fd, where)
     finally:
-        os.close(fd)                        # and with it the lock
+        if fd is not None:
+            os.close(fd)                    # and with it the lock
 
 
 def _lock(fd: int, where: str) -> bool:
@@ -320,7 +324,11 @@ def _leftovers(path: pathlib.Path, locked: bool) -> tuple[list, list]:
     (earlier exports moved aside, temporary directories)."""
     stem = re.escape(_stem(path))
     olds, tmps = [], []
-    for entry in os.scandir(path.parent):
+    try:
+        entries = list(os.scandir(path.parent))
+    except PermissionError:                 # not readable: nothing found
+        entries = []
+    for entry in entries:
         m = re.fullmatch(rf"\.{stem}\.(old)\.(\d{{1,9}})|\.{stem}\.new\.(\d{{1,9}})\.[^.]+",
                          entry.name)
         if m is None or not entry.is_dir(follow_symlinks=False):

@@ -457,3 +457,26 @@ def test_an_export_waits_for_another_then_says_so(saxpy, tmp_path, monkeypatch):
     finally:
         os.close(fd)
     assert one_of(d, first) and listing(tmp_path) == ["pkg"]
+
+
+def test_a_folder_this_user_cannot_read(saxpy, tmp_path, monkeypatch):
+    """Writing needs no read permission on the folder: such a folder is exported into (with no
+    lock and no leftovers found), as before; the refusals in it (root reads any folder, hence
+    the patched os.open and os.scandir)."""
+    d = tmp_path / "pkg"
+    first = export(saxpy, "cubin", d)
+    real_open, real_scandir = os.open, os.scandir
+
+    def deny(real):
+        def call(p, *args, **kwargs):
+            if isinstance(p, (str, os.PathLike)) and os.fspath(p) == str(tmp_path):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(p))
+            return real(p, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "open", deny(real_open))
+    monkeypatch.setattr(os, "scandir", deny(real_scandir))
+    e = export(saxpy, "cubin", d, version="2.0")
+    assert {p: sha(b) for p, b in tree(d).items()} == e.files != first.files
+    monkeypatch.undo()
+    assert listing(tmp_path) == ["pkg"]

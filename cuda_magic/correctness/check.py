@@ -14,13 +14,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import DtypeError, VerifyError
-from .formats import (FORMATS, Format, _cupy, _int_distance, _is_packed, _origin, _to, array_of,
-                      codes, format_of, same_codes, wide_distance)
-from .rules import check_params, make_rule
+from ..errors import DtypeError, VerifyError, quote
+from .formats import Format, _int_distance, _origin, format_of, wide_distance
+from .operands import Operand, array_arg, dtype_text
+from .rules import check_params, floor_allowance, make_rule
 from .verdict import OutputCheck, Verdict
 
-__all__ = ["verify", "CHUNK"]
+__all__ = ["verify", "check_tile", "CHUNK", "MAX_TILE"]
 
 CHUNK = 1 << 24          # elements compared at a time
 _BYTES_PER_ELEMENT = 192     # the temporaries of one chunk, per element (measured: 84..177)
@@ -30,6 +30,7 @@ _BINS = _EXACT + _TOP - 8 + 2       # + one bin for an infinite distance
 _SENTINEL = 1 << 62      # the trap's key of a NaN (beyond every code)
 _PRECISION = 16          # "precision": every mismatch within this many times its bound
 _TILE_1D, _TILE_2D = (256,), (16, 16)
+MAX_TILE = 1 << 62       # the largest tile extent (beyond any array's)
 
 
 def verify(out, ref, dtype=None, *, ulp=None, rtol=None, atol=None, reduction=None, name=None,
@@ -74,15 +75,18 @@ def verify(out, ref, dtype=None, *, ulp=None, rtol=None, atol=None, reduction=No
     check_params(ulp, rtol, atol, reduction)
     chunk = _chunk_size(chunk)
     outs, refs = _named(out, ref, name)
-    inputs = dict(inputs or {})
+    inputs = _inputs(inputs)
     rule = dict(ulp=ulp, rtol=rtol, atol=atol, reduction=reduction)
     checks, peak, where = [], 0, "host"
     for n, r in refs.items():
         if n not in outs:
             checks.append(_missing(n, r))
             continue
+        before = _per(initial, n)
+        if before is not None:
+            before = array_arg(before, "initial")
         c, nbytes, device = _check_output(n, outs[n], r, _per(dtype, n), rule, _per(tile, n),
-                                          _per(initial, n), inputs, chunk)
+                                          before, inputs, chunk)
         checks.append(c)
         peak = max(peak, nbytes)
         where = "device" if device else where
@@ -95,21 +99,60 @@ def _chunk_size(chunk) -> int:
     if chunk is None:
         return CHUNK
     if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, bool) or chunk < 1:
-        raise VerifyError(f"chunk={chunk!r}: give the elements to compare at a time, an int >= 1")
+        raise VerifyError(f"chunk={quote(chunk, 40)}: give the elements to compare at a time, "
+                          f"an int >= 1")
     return int(chunk)
 
 
 def _named(out, ref, name) -> tuple[dict, dict]:
-    """``out`` and ``ref`` as dicts by output name."""
+    """``out`` and ``ref`` as dicts by output name, their arrays checked (:func:`array_arg`)."""
     if isinstance(ref, Mapping):
         if not isinstance(out, Mapping):
-            raise VerifyError(f"ref is a dict of outputs ({', '.join(map(str, ref))}): give out "
-                              f"as a dict by the same names")
-        return dict(out), dict(ref)
+            raise VerifyError(f"ref is a dict of outputs {quote(list(ref), 80)}: give out as a "
+                              f"dict by the same names")
+        return ({_name(k, "out: a key "): array_arg(v, f"out[{quote(k, 40)}]")
+                 for k, v in out.items()},
+                {_name(k, "ref: a key "): array_arg(v, f"ref[{quote(k, 40)}]")
+                 for k, v in ref.items()})
     if isinstance(out, Mapping):
         raise VerifyError("out is a dict of outputs: give ref as a dict by the same names")
-    n = "out" if name is None else str(name)
-    return {n: out}, {n: ref}
+    n = "out" if name is None else _name(name, "name=")
+    return {n: array_arg(out, "out")}, {n: array_arg(ref, "ref")}
+
+
+def _name(name, what: str) -> str:
+    """An output's name: a string."""
+    if not isinstance(name, str):
+        raise VerifyError(f"{what}{quote(name, 40)}: an output's name is a string")
+    return name
+
+
+def _inputs(inputs) -> dict:
+    """``inputs=`` checked: {name: array} (None: none)."""
+    if inputs is None:
+        return {}
+    if not isinstance(inputs, Mapping):
+        raise VerifyError(f"inputs={quote(inputs, 60)}: give the kernel's inputs as a dict "
+                          f"{{name: array}}")
+    return {_name(k, "inputs: a key "): array_arg(v, f"inputs[{quote(k, 40)}]")
+            for k, v in inputs.items()}
+
+
+def check_tile(tile) -> tuple | None:
+    """``tile=`` as a tuple of ints (None stays None); a VerifyError naming it unless it is an
+    int or a sequence of ints from 1 to 2**62."""
+    if tile is None:
+        return None
+    t = (tile,) if isinstance(tile, (int, np.integer)) else tile
+    try:
+        t = tuple(t)
+    except TypeError:
+        raise VerifyError(f"tile={quote(tile, 40)}: give the tile shape, a tuple of ints") from None
+    if not t or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool)
+                    or not 1 <= v <= MAX_TILE for v in t):
+        raise VerifyError(f"tile={quote(tile, 40)}: give the tile shape, a tuple of ints from 1 "
+                          f"to 2**62")
+    return tuple(int(v) for v in t)
 
 
 def _per(value, name):
@@ -122,79 +165,11 @@ def _tile_shape(tile, shape: tuple) -> tuple:
     nd = len(shape)
     if tile is None:
         return _TILE_1D if nd <= 1 else (1,) * (nd - 2) + _TILE_2D
-    t = (tile,) if isinstance(tile, (int, np.integer)) else tile
-    try:
-        t = tuple(t)
-    except TypeError:
-        raise VerifyError(f"tile={tile!r}: give the tile shape, a tuple of ints") from None
-    if not t or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1
-                    for v in t):
-        raise VerifyError(f"tile={tile!r}: give the tile shape, a tuple of ints >= 1")
+    t = check_tile(tile)
     if len(t) not in (1, max(nd, 1)):
-        raise VerifyError(f"tile={tile!r}: the output has {nd} axes {shape}; give a tile of "
-                          f"{nd} ints (or 1, for the flattened output)")
-    return tuple(int(v) for v in t)
-
-
-# ---------------------------------------------------------------------- arrays, chunk by chunk
-
-class _Operand:
-    """One array of a check, flattened, read a chunk at a time: as codes of the output's
-    format ``fmt`` ("codes"), as float64 values ("values": another format, or integers
-    against a float output), or as integers ("ints": integer outputs).  ``dtype`` names the
-    format of bit patterns (unsigned ints); ``out``: this is the output (codes of ``fmt``)."""
-
-    def __init__(self, x, fmt: Format | None, dtype=None, out: bool = False):
-        self.shape = tuple(int(v) for v in getattr(x, "shape", np.shape(x)))
-        self.packed = 0
-        if _is_packed(x, dtype) and _bit_patterns(x):
-            _, x = codes(x, "e2m1x2")
-            self.shape, self.packed = tuple(x.shape), int(x.nbytes)
-        self.size = math.prod(self.shape)
-        self.device = _origin(x) == "cupy" or (_origin(x) == "torch" and x.is_cuda
-                                              and _cupy() is not None)
-        self.flat = _flatten(x)
-        self.own = FORMATS["e2m1"] if self.packed else format_of(x)   # None: integers
-        if fmt is None:
-            self.mode = "ints"
-        elif out or self.packed or self.own is fmt or same_codes(x, fmt):
-            self.own, self.mode = fmt, "codes"
-        else:
-            self.mode = "values"
-
-    def read(self, xp, s: int, e: int):
-        """Elements ``s:e``: codes, float64 values or integers, as ``xp`` arrays."""
-        part = self.flat[s:e]
-        if self.mode == "codes":
-            return _to(xp, codes(part, self.own)[1])
-        if self.mode == "values":
-            if self.own is None:
-                return _to(xp, array_of(part)[1].astype(np.float64))
-            return _to(xp, self.own.decode(codes(part, self.own)[1]))
-        a = _to(xp, array_of(part)[1])
-        return a.astype(np.uint8) if a.dtype == bool else a
-
-
-def _bit_patterns(x) -> bool:
-    """Whether ``x`` is an array of unsigned ints (or torch's packed fp4): bit patterns."""
-    dt = getattr(x, "dtype", None)
-    if _origin(x) == "torch":
-        return str(dt).removeprefix("torch.") in ("uint8", "float4_e2m1fn_x2")
-    return dt is not None and np.dtype(dt).kind == "u"
-
-
-def _flatten(x):
-    """``x`` as a 1-D array of its kind (a view where it can be)."""
-    if _origin(x) in ("cupy", "torch"):
-        return (x.detach() if _origin(x) == "torch" else x).reshape(-1)
-    return np.asarray(x).reshape(-1)
-
-
-def _dtype_text(x, fmt: Format | None) -> str:
-    if fmt is not None:
-        return fmt.name
-    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype    # a CuPy array: no asarray
-    return str(dtype).removeprefix("torch.")
+        raise VerifyError(f"tile={quote(tile, 40)}: the output has {nd} axes {shape}; give a "
+                          f"tile of {nd} ints (or 1, for the flattened output)")
+    return t
 
 
 def _missing(name: str, ref) -> OutputCheck:
@@ -203,8 +178,8 @@ def _missing(name: str, ref) -> OutputCheck:
         f = format_of(ref)
     except DtypeError:
         f = None
-    return OutputCheck(name, _dtype_text(ref, f), shape, math.prod(shape), False, "missing",
-                       f"no output named {name!r} (the reference has one)", "")
+    return OutputCheck(name, dtype_text(ref, f), shape, math.prod(shape), False, "missing",
+                       f"no output named {quote(name, 60)} (the reference has one)", "")
 
 
 # ---------------------------------------------------------------------- one output
@@ -212,19 +187,19 @@ def _missing(name: str, ref) -> OutputCheck:
 def _check_output(name, out, ref, dtype, params, tile, initial, inputs, chunk):
     """(OutputCheck, peak extra bytes, on the device?) of one output."""
     fmt = format_of(out, dtype)
-    o = _Operand(out, fmt, dtype, out=True)
-    r = _Operand(ref, fmt, dtype)
+    o = Operand(out, fmt, dtype, out=True)
+    r = Operand(ref, fmt, dtype)
     if fmt is None and r.own is not None:
-        raise VerifyError(f"{name}: the output holds integers ({_dtype_text(out, None)}), the "
+        raise VerifyError(f"{name}: the output holds integers ({dtype_text(out, None)}), the "
                           f"reference {r.own.name} values; integers are compared exactly with "
                           f"integers (if the output holds bit patterns, name their format with "
                           f"dtype=)")
     xp = _cupy() if (o.device or r.device) else np
     wider = r.mode == "values" and (r.own is None or r.own.mbits > fmt.mbits)
     max_ref = _max_abs(xp, r, chunk)
-    rule = make_rule(fmt, wider=wider, max_ref=max_ref, dtype=_dtype_text(out, fmt), **params)
+    rule = make_rule(fmt, wider=wider, max_ref=max_ref, dtype=dtype_text(out, fmt), **params)
     shape = _common_shape(o.shape, r.shape)
-    base = dict(name=name, dtype=_dtype_text(out, fmt), rule=rule.text)
+    base = dict(name=name, dtype=dtype_text(out, fmt), rule=rule.text)
     if shape is None:
         return OutputCheck(shape=o.shape, size=o.size, passed=False, category="shape",
                            reason=f"{name} has shape {o.shape}, the reference {r.shape}",
@@ -254,12 +229,12 @@ def _common_shape(a: tuple, b: tuple):
     return None
 
 
-def _others(name, o: _Operand, fmt, dtype, initial, inputs) -> dict:
+def _others(name, o: Operand, fmt, dtype, initial, inputs) -> dict:
     """The trap's arrays: "initial" (the output before the launch) and the inputs of the
     output's size (the rest cannot be copies of it)."""
     others = {}
     if initial is not None:
-        i = _Operand(initial, fmt, dtype)
+        i = Operand(initial, fmt, dtype)
         if i.size != o.size:
             raise VerifyError(f"initial: {name} before the launch has {i.size} elements "
                               f"{i.shape}, the output {o.size} {o.shape}")
@@ -269,7 +244,7 @@ def _others(name, o: _Operand, fmt, dtype, initial, inputs) -> dict:
         others["initial"] = i
     for k, x in inputs.items():
         try:
-            v = _Operand(x, fmt, dtype)
+            v = Operand(x, fmt, dtype)
         except DtypeError:
             continue
         if v.size == o.size and not (fmt is None and v.own is not None):
@@ -277,7 +252,7 @@ def _others(name, o: _Operand, fmt, dtype, initial, inputs) -> dict:
     return others
 
 
-def _max_abs(xp, r: _Operand, chunk: int) -> float:
+def _max_abs(xp, r: Operand, chunk: int) -> float:
     """The largest finite |value| of the reference (0 when there is none)."""
     if r.mode == "ints":
         return 0.0
@@ -308,6 +283,8 @@ class _Compared:
     inf_bad: Any
     zero_sign: Any
     flush: Any
+    floor_only: Any = None      # passed only through the default's floor (None: no floor)
+    far: Any = None             # ... while off by a factor of 2 or more
 
 
 def _compare(xp, fmt: Format | None, rule, o, r, mode: str) -> _Compared:
@@ -338,7 +315,23 @@ def _compare(xp, fmt: Format | None, rule, o, r, mode: str) -> _Compared:
     oz, rz = ov == 0, rv == 0
     zero_sign = oz & rz & (xp.signbit(ov) != xp.signbit(rv))
     flush = (oz != rz) & (xp.abs(xp.where(oz, rv, ov)) < fmt.tiny)
-    return _Compared(dist, err, ref_abs, excess, ov, rv, nan_bad, inf_bad, zero_sign, flush)
+    floor_only = rule.floor_only(xp, dist, err)
+    far = None
+    if floor_only is not None:
+        floor_only = floor_only & finite
+        far = floor_only & _far(xp, fmt, ov, rv)
+    return _Compared(dist, err, ref_abs, excess, ov, rv, nan_bad, inf_bad, zero_sign, flush,
+                     floor_only, far)
+
+
+def _far(xp, fmt: Format, ov, rv):
+    """Per element, whether ``ov`` is off from ``rv`` by a factor of 2 or more (either way, a
+    zero against a non-zero, the other sign), and not both below the format's smallest normal
+    (a flushed subnormal)."""
+    ao, ar = xp.abs(ov), xp.abs(rv)
+    with np.errstate(invalid="ignore", over="ignore"):
+        off = (ao >= 2 * ar) | (ar >= 2 * ao) | ((ov > 0) & (rv < 0)) | ((ov < 0) & (rv > 0))
+    return off & (xp.maximum(ao, ar) >= fmt.tiny)
 
 
 def _keys(xp, fmt: Format | None, a, mode: str):
@@ -356,6 +349,48 @@ def _keys(xp, fmt: Format | None, a, mode: str):
 
 # ---------------------------------------------------------------------- adding up the chunks
 
+class _Spots:
+    """Where a set of elements (mismatches) lies in the tile grid: the count per tile, how many
+    are in the grid's last tiles (per axis, and along any), how many on their tile's edges."""
+
+    def __init__(self, xp, shape: tuple, tile: tuple, grid: tuple):
+        self.xp, self.shape, self.tile, self.grid = xp, shape, tile, grid
+        self.tiles = xp.zeros(math.prod(grid), np.int64)
+        self.tail = self.edge = 0
+        self.tail_axes = [0] * len(shape)
+
+    def add(self, idx):
+        """The elements at flat indices ``idx``."""
+        xp = self.xp
+        tile_id = xp.zeros(idx.shape, np.int64)
+        tail = xp.zeros(idx.shape, bool)
+        edge = xp.zeros(idx.shape, bool)
+        rest = idx
+        for a in reversed(range(len(self.shape))):
+            n, t, g = self.shape[a], self.tile[a], self.grid[a]
+            coord, rest = rest % n, rest // n
+            tc = coord // t
+            tile_id += tc * math.prod(self.grid[a + 1:])
+            if g > 1:
+                last = tc == g - 1
+                self.tail_axes[a] += int(xp.count_nonzero(last))
+                tail |= last
+            if t > 2:
+                inner = coord % t
+                edge |= (inner == 0) | (inner == t - 1) | (coord == n - 1)
+        self.tiles += xp.bincount(tile_id, minlength=self.tiles.size)
+        self.tail += int(xp.count_nonzero(tail))
+        self.edge += int(xp.count_nonzero(edge))
+
+    def merged(self, other: "_Spots") -> "_Spots":
+        """The spots of both sets (disjoint)."""
+        both = _Spots(self.xp, self.shape, self.tile, self.grid)
+        both.tiles = self.tiles + other.tiles
+        both.tail, both.edge = self.tail + other.tail, self.edge + other.edge
+        both.tail_axes = [a + b for a, b in zip(self.tail_axes, other.tail_axes)]
+        return both
+
+
 class _Tally:
     """What the chunks of one output add up to, and the OutputCheck they make."""
 
@@ -363,16 +398,17 @@ class _Tally:
         self.xp, self.fmt, self.rule, self.shape, self.tile = xp, fmt, rule, shape, tile
         self.max_ref = max_ref
         self.grid = tuple(-(-n // t) for n, t in zip(shape, tile))
-        self.tiles = xp.zeros(math.prod(self.grid), np.int64)
+        self.bad = _Spots(xp, shape, tile, self.grid)      # the mismatches
+        self.far = _Spots(xp, shape, tile, self.grid)      # off by 2x or more, only the floor passes
         self.hist = xp.zeros(_BINS, np.int64)
-        self.nbytes = int(self.tiles.nbytes + self.hist.nbytes)
+        self.nbytes = int(2 * self.bad.tiles.nbytes + self.hist.nbytes)
         self.dists = None        # the one chunk's distances, for an exact p99
         self.chunks = 0
         self.integral = True     # every distance a whole number (the histogram is exact then)
-        self.n = dict(bad=0, nan=0, inf=0, zero_sign=0, special=0, tail=0, edge=0)
-        self.tail_axes = [0] * len(shape)
+        self.n = dict(bad=0, nan=0, inf=0, zero_sign=0, special=0, floor=0, far=0)
         self.max_ulp = self.max_abs = self.max_rel = self.bad_excess = 0.0
         self.worst = (0.0, None, None, None)      # excess, flat index, out, ref
+        self.far_worst = (0.0, None, None, None)  # the same, of the "far" elements (ULPs / D)
         self.same = {}           # trap: name -> still equal everywhere, for out and ref
         self.first = {}          # trap: the first key of out and of ref
 
@@ -401,8 +437,26 @@ class _Tally:
         if nbad:
             self.n["special"] += int(xp.count_nonzero(bad & (c.nan_bad | c.inf_bad | c.flush)))
             self.bad_excess = max(self.bad_excess, float(c.excess[bad].max()))
-            self._place(xp.flatnonzero(bad) + s)
+            self.bad.add(xp.flatnonzero(bad) + s)
+        if c.floor_only is not None:
+            self._floor(c, s)
         self._trap(o, ref, others, s, e)
+
+    def _floor(self, c: _Compared, s: int):
+        """Count the elements only the floor passes, and place those off by 2x or more."""
+        xp = self.xp
+        self.n["floor"] += int(xp.count_nonzero(c.floor_only))
+        nfar = int(xp.count_nonzero(c.far))
+        if not nfar:
+            return
+        self.n["far"] += nfar
+        idx = xp.flatnonzero(c.far)
+        self.far.add(idx + s)
+        ulps = c.dist[idx] / self.rule.ulp
+        i = int(xp.argmax(ulps))
+        if float(ulps[i]) > self.far_worst[0]:
+            j = int(idx[i])
+            self.far_worst = (float(ulps[i]), s + j, float(c.out[j]), float(c.ref[j]))
 
     def _histogram(self, d):
         xp = self.xp
@@ -416,30 +470,6 @@ class _Tally:
         b = xp.where(d <= _EXACT, xp.ceil(d), xp.minimum(big, _BINS - 2))
         b = xp.where(xp.isinf(d), _BINS - 1, b)
         self.hist += xp.bincount(b.astype(np.int64), minlength=_BINS)
-
-    def _place(self, idx):
-        """Where the mismatches (flat indices) are: their tiles, the grid's last tiles, the
-        tiles' edges."""
-        xp = self.xp
-        tile_id = xp.zeros(idx.shape, np.int64)
-        tail = xp.zeros(idx.shape, bool)
-        edge = xp.zeros(idx.shape, bool)
-        rest = idx
-        for a in reversed(range(len(self.shape))):
-            n, t, g = self.shape[a], self.tile[a], self.grid[a]
-            coord, rest = rest % n, rest // n
-            tc = coord // t
-            tile_id += tc * math.prod(self.grid[a + 1:])
-            if g > 1:
-                last = tc == g - 1
-                self.tail_axes[a] += int(xp.count_nonzero(last))
-                tail |= last
-            if t > 2:
-                inner = coord % t
-                edge |= (inner == 0) | (inner == t - 1) | (coord == n - 1)
-        self.tiles += xp.bincount(tile_id, minlength=self.tiles.size)
-        self.n["tail"] += int(xp.count_nonzero(tail))
-        self.n["edge"] += int(xp.count_nonzero(edge))
 
     def _trap(self, o, ref: tuple, others: dict, s: int, e: int):
         """Keep, for out and ref, whether they are still all zero, one value, equal to the
@@ -500,25 +530,31 @@ class _Tally:
 
     def result(self, *, name, dtype, rule, shape, size) -> OutputCheck:
         n = self.n
-        bad = n["bad"]
+        # more elements off by 2x or more than the floor may pass: they fail too
+        far = n["far"] > floor_allowance(size)
+        spots = self.bad.merged(self.far) if far else self.bad
+        bad = n["bad"] + (n["far"] if far else 0)
         p99, exact = self._p99(size)
-        excess, flat, w_out, w_ref = self.worst
+        excess, flat, w_out, w_ref = max(self.worst, self.far_worst) if far else self.worst
         worst = None if flat is None else tuple(int(i) for i in np.unravel_index(flat, shape))
-        tile_map = _host(self.tiles).reshape(self.grid)
+        tile_map = _host(spots.tiles).reshape(self.grid)
         affected = int(np.count_nonzero(tile_map))
         trap, trivial = self._trivial()
         counts = f"{bad} of {size} elements outside the rule"
+        if far:
+            counts += (f", {n['far']} of them off by a factor of 2 or more, which the floor "
+                       f"passes in at most 1% of the elements")
         if trap:
             category, reason = trap, self._trap_reason(name, trap, trivial, bad)
         elif not bad:
             category, reason = "pass", None
-        elif n["tail"] == bad:
-            every = [str(a) for a, k in enumerate(self.tail_axes) if k == bad]
-            axes = every or [str(a) for a, k in enumerate(self.tail_axes) if k]
+        elif spots.tail == bad:
+            every = [str(a) for a, k in enumerate(spots.tail_axes) if k == bad]
+            axes = every or [str(a) for a, k in enumerate(spots.tail_axes) if k]
             category = "tail"
             reason = (f"{counts}, all in the last tile of the grid along axis {' or '.join(axes)} "
                       f"(tile {self.tile}, grid {self.grid})")
-        elif n["edge"] == bad and affected > 1:
+        elif spots.edge == bad and affected > 1:
             category = "tile-edge"
             reason = (f"{counts}, all on the first or last row/column of their tile (tile "
                       f"{self.tile}), in {affected} tiles")
@@ -527,7 +563,7 @@ class _Tally:
             flushed = bad - n["nan"] - n["inf"]
             parts += [f"{flushed} zero where the other side is subnormal"] if flushed > 0 else []
             category, reason = "special", f"{counts}, all at special values: {', '.join(parts)}"
-        elif self.bad_excess <= _PRECISION and (affected > 1 or tile_map.size == 1):
+        elif self.bad_excess <= _PRECISION and not far and (affected > 1 or tile_map.size == 1):
             category = "precision"
             spread = f"spread over {affected} tiles" if affected > 1 else "in the output's one tile"
             reason = f"{counts}, by at most {self.bad_excess:.3g}x the bound, {spread}"
@@ -540,7 +576,8 @@ class _Tally:
             p99_ulp=p99, p99_exact=exact, max_abs=self.max_abs, max_rel=self.max_rel,
             worst=worst, worst_out=w_out, worst_ref=w_ref, nan_misplaced=n["nan"],
             inf_misplaced=n["inf"], zero_sign_misplaced=n["zero_sign"], tile=self.tile,
-            tile_map=tile_map, trivial=trivial)
+            tile_map=tile_map, trivial=trivial, floor_passed=n["floor"] - (n["far"] if far else 0),
+            floor_far=n["far"])
 
     def _trap_reason(self, name, trap, trivial, bad) -> str:
         what = {"zeros": "is all zeros", "unchanged": "is unchanged from before the launch",

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DtypeError, NumbersError
+from ..errors import DtypeError, NumbersError, quote
 
 __all__ = ["Format", "FORMATS", "format_of", "codes", "array_of", "ulp_distance", "to_bits",
            "from_bits", "same_codes"]
@@ -297,6 +297,9 @@ def array_of(x) -> tuple[Any, Any]:
     if origin != "torch":
         return np, np.asarray(x)
     import torch
+    if x.is_meta:
+        raise DtypeError("a torch tensor on the meta device holds no data: give one on the CPU "
+                         "or a GPU")
     t = x.detach().contiguous()
     bits = "float" in str(t.dtype)        # bfloat16, float8_*, float4_e2m1fn_x2 included
     if bits:
@@ -357,8 +360,8 @@ def format_of(x=None, dtype=None) -> Format | None:
             dtype = np.asarray(x).dtype
     name = _format_name(dtype)
     if name is None:
-        shown = dtype if isinstance(dtype, str) else _shown(dtype)
-        raise DtypeError(f"dtype={shown!r}: not a number format these tools read; choose one of "
+        shown = quote(dtype, 60) if isinstance(dtype, str) else repr(_shown(dtype))
+        raise DtypeError(f"dtype={shown}: not a number format these tools read; choose one of "
                          f"{', '.join(FORMATS)}, an alias (bf16, fp8_e4m3, fp4, e2m1x2, ...) or "
                          f"an integer dtype")
     return FORMATS[name] if name else None
@@ -535,16 +538,30 @@ def to_bits(values, dtype, saturate: bool = False) -> np.ndarray:
     f = format_of(dtype=dtype)
     if f is None:
         raise DtypeError(f"dtype={_shown(dtype)!r}: an integer dtype has no bit patterns to make")
-    v = np.asarray(values)
-    if _format_name(v.dtype):
-        v = values_of(v)[1]
-    c = f.encode(np.asarray(v, dtype=np.float64), saturate=saturate)
+    c = f.encode(_floats(values), saturate=saturate)
     if not _names_packed(dtype):
         return c
     if c.ndim == 0 or c.shape[-1] % 2:
         raise DtypeError(f"dtype={dtype!r} packs pairs: the last axis needs an even length, "
                          f"not {c.shape}")
     return (c[..., 0::2] | (c[..., 1::2] << 4)).astype(np.uint8)
+
+
+def _floats(values) -> np.ndarray:
+    """``values`` (numbers, an array of any format, a tensor) as float64 values on the host; a
+    DtypeError naming ``values`` for what holds none (text, a ragged list, an int too large
+    for a float)."""
+    if _origin(values) in ("torch", "cupy"):
+        v = values_of(values)[1]
+        return v.get() if _origin(v) == "cupy" else v
+    try:
+        v = np.asarray(values)
+        if _format_name(v.dtype):
+            return values_of(v)[1]
+        return np.asarray(v, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        raise DtypeError(f"values={quote(values, 60)}: give numbers (an array, a list of one "
+                         f"shape, a number) within float64's range") from None
 
 
 def from_bits(codes_, dtype) -> np.ndarray:
@@ -557,7 +574,15 @@ def from_bits(codes_, dtype) -> np.ndarray:
     f = format_of(dtype=dtype)
     if f is None:
         raise DtypeError(f"dtype={_shown(dtype)!r}: an integer dtype has no bit patterns to read")
-    a = np.asarray(codes_)
+    if _origin(codes_) in ("torch", "cupy"):
+        a = array_of(codes_)[1]
+        a = a.get() if _origin(a) == "cupy" else a
+    else:
+        try:
+            a = np.asarray(codes_)
+        except (ValueError, TypeError, OverflowError):
+            raise DtypeError(f"codes_={quote(codes_, 60)}: give bit patterns, an array of "
+                             f"unsigned ints") from None
     width = 1 if _names_packed(dtype) else np.dtype(f.container).itemsize
     if a.dtype.kind in "iu" and a.dtype.itemsize != width:
         if a.size and (int(a.min()) < 0 or int(a.max()) >= 1 << (8 * width)):

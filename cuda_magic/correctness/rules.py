@@ -11,7 +11,7 @@ Give at most one kind of rule to ``verify`` (``ulp=`` with ``reduction=``, or ``
 * ``rtol=`` / ``atol=`` -- ``|out - ref| <= atol + rtol * |ref|`` (either alone: the other 0).
 * Nothing -- the default of the output's format: an element passes when it is at most D ULPs
   from the reference, OR ``|out - ref| <= D * ULP(max|ref|)`` (a floor, so a value cancelling
-  to near zero is judged at the scale of the output):
+  to near zero is judged at the scale of the output; limited, see below):
 
   ============================  ======================  ==================
   output format                 D (same-format ref)     D (wider ref)
@@ -33,6 +33,15 @@ Give at most one kind of rule to ``verify`` (``ulp=`` with ``reduction=``, or ``
   float16/bfloat16/float32 outputs keep their D against a
   wider reference: their kernels compute in the format, and the D is that arithmetic's error.
 
+  The floor's limit: cancellation leaves a small result's low bits wrong, not its magnitude,
+  except in the few results at the noise level itself.  So the floor passes elements off by a
+  factor of 2 or more (zero for a non-zero reference, half or twice it, the other sign) in at
+  most 1% of the output (rounded up: one element of a small output); when there are more,
+  they fail -- an output wrong in its small elements (every value below 1 written as 0 beside
+  values up to 1e8) is not a cancellation.  A subnormal flushed to zero does not count (its
+  error is below the format's smallest normal).  ``reduction=K`` and ``atol=`` have no such
+  limit: they say the error is absolute.
+
 Whatever the rule: a NaN must be NaN where the reference is NaN, an infinity the same infinity;
 a zero of the wrong sign passes (it is counted).  Integer outputs are always compared exactly.
 
@@ -47,16 +56,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import VerifyError
+from ..errors import VerifyError, quote
 from .formats import Format
 
-__all__ = ["Rule", "DEFAULT_ULP", "WIDER_ULP", "default_ulp", "check_params", "make_rule"]
+__all__ = ["Rule", "DEFAULT_ULP", "WIDER_ULP", "FLOOR_ONE_IN", "default_ulp", "floor_allowance",
+           "check_params", "make_rule"]
 
 # D per format, reference in the output's own format (the table above)
 DEFAULT_ULP = {"float64": 64, "float32": 64, "float16": 4, "bfloat16": 2,
                "e4m3": 1, "e5m2": 1, "e2m3": 1, "e3m2": 1, "e2m1": 1}
 # D of the fp8/fp6/fp4 formats against a wider reference: correctly rounded, plus its noise
 WIDER_ULP = 0.5 + 1 / 64
+# the default's floor passes elements off by a factor of 2 or more in at most one element in
+# this many (1%, the share the p99 leaves out): more is a wrong output, not cancellation
+FLOOR_ONE_IN = 100
+# the most terms reduction= takes (no sum has more; sqrt(K) must be a float)
+MAX_TERMS = 1 << 64
+
+
+def floor_allowance(size: int) -> int:
+    """How many of ``size`` elements the default's floor may pass while they are off by a
+    factor of 2 or more: 1%, rounded up."""
+    return -(-int(size) // FLOOR_ONE_IN)
 
 
 def default_ulp(fmt: Format, wider: bool = False) -> float:
@@ -92,6 +113,13 @@ class Rule:
             return _ratio(xp, err, self.atol + self.rtol * ref_abs)
         return xp.minimum(_ratio(xp, ulp, self.ulp), _ratio(xp, err, self.floor))
 
+    def floor_only(self, xp, ulp, err):
+        """Per element, whether only the floor passes it: more than ``ulp`` ULPs from the
+        reference, within the floor (the default's rule); None for the other rules."""
+        if self.kind != "default" or self.floor <= 0:
+            return None
+        return (ulp > self.ulp) & (err <= self.floor)
+
     def passes(self, xp, ulp, err, ref_abs):
         """Per element, whether it passes (see :meth:`excess`)."""
         return self.excess(xp, ulp, err, ref_abs) <= 1
@@ -108,9 +136,13 @@ def _ratio(xp, x, bound):
 
 
 def _real(name: str, value, minimum: float = 0.0) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value) \
-            or value < minimum:
-        raise VerifyError(f"{name}={value!r}: give a finite number >= {minimum:g}")
+    try:
+        ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+              and math.isfinite(float(value)) and value >= minimum)
+    except (OverflowError, TypeError, ValueError):      # an int too large for a float
+        ok = False
+    if not ok:
+        raise VerifyError(f"{name}={quote(value, 40)}: give a finite number >= {minimum:g}")
     return float(value)
 
 
@@ -121,9 +153,9 @@ def check_params(ulp=None, rtol=None, atol=None, reduction=None) -> None:
         if value is not None:
             _real(name, value)
     if reduction is not None and (not isinstance(reduction, numbers.Integral)
-                                  or isinstance(reduction, bool) or reduction < 1):
-        raise VerifyError(f"reduction={reduction!r}: give the number of terms each output "
-                          f"element sums, an int >= 1")
+                                  or isinstance(reduction, bool) or not 1 <= reduction <= MAX_TERMS):
+        raise VerifyError(f"reduction={quote(reduction, 40)}: give the number of terms each "
+                          f"output element sums, an int from 1 to 2**64")
     tol = [n for n, v in (("rtol", rtol), ("atol", atol)) if v is not None]
     ulps = [n for n, v in (("ulp", ulp), ("reduction", reduction)) if v is not None]
     if tol and ulps:

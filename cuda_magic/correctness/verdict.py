@@ -40,7 +40,10 @@ class OutputCheck:
     elements where one side is NaN / an infinity and the other is not the same;
     ``zero_sign_misplaced``: zeros of the other sign (they pass).  ``tile``: the tile shape
     of ``tile_map``, the mismatch count per tile.  ``trivial``: None, or what the output
-    trivially is ("zeros", "unchanged", "constant", "copy of x") while the reference is not."""
+    trivially is ("zeros", "unchanged", "constant", "copy of x") while the reference is not.
+    ``floor_passed``: the elements only the default rule's floor passed (more than D ULPs off,
+    within D ULPs of max|ref|); ``floor_far``: the elements within only the floor while off by
+    a factor of 2 or more -- when more than 1% of the elements are, they fail."""
 
     name: str
     dtype: str
@@ -65,17 +68,29 @@ class OutputCheck:
     tile: tuple | None = None
     tile_map: np.ndarray | None = field(default=None, compare=False, repr=False)
     trivial: str | None = None
+    floor_passed: int = 0
+    floor_far: int = 0
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __str__(self) -> str:
         ulps = f"max {_num(self.max_ulp)} ULP (p99 {'' if self.p99_exact else '<= '}{_num(self.p99_ulp)})"
+        note = f"; {self.floor_note()}" if self.floor_passed else ""
         if self.passed:
-            return f"{self.name}: PASS, {ulps}, {self.rule}"
+            return f"{self.name}: PASS, {ulps}, {self.rule}{note}"
         if self.category in ("missing", "shape"):
             return f"{self.name}: FAIL {self.category}: {self.reason}"
-        return f"{self.name}: FAIL {self.category}: {self.reason}; {ulps}, {self.rule}"
+        return f"{self.name}: FAIL {self.category}: {self.reason}; {ulps}, {self.rule}{note}"
+
+    def floor_note(self) -> str:
+        """``"3 of 1000 elements pass only through the floor (1 off by 2x or more)"``, or ""
+        when the floor passed none."""
+        if not self.floor_passed:
+            return ""
+        far = (f" ({self.floor_far} off by 2x or more)"
+               if self.passed and self.floor_far else "")
+        return f"{self.floor_passed} of {self.size} elements pass only through the floor{far}"
 
 
 def _num(x: float) -> str:

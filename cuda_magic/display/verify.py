@@ -313,6 +313,8 @@ def text(v) -> str:
     for c in v.outputs:
         if c.reason:
             out.append(f"  {c.name}: {c.reason}")
+        if _floor(c):
+            out.append(f"  {c.name}: {_floor(c)}")
         if _has_map(c):
             out.append(f"  {c.name}: {map_caption(c)}; most in tiles {worst_tiles(c)} "
                        f"(verdict.map({c.name!r}) has the count per tile)")
@@ -360,9 +362,16 @@ def _html_row(c) -> list[str]:
 def _under(c) -> str:
     """The line under an output's row: its reason (failing), the rule that decided."""
     reason = (f'<div style="{markup.WRAP}">{escape(c.reason)}</div>' if c.reason else "")
-    rule = (f'<div style="{markup.DIM}; {markup.WRAP}">rule: {escape(c.rule)}</div>'
+    floor = f"; {_floor(c)}" if _floor(c) else ""
+    rule = (f'<div style="{markup.DIM}; {markup.WRAP}">rule: {escape(c.rule + floor)}</div>'
             if c.rule else "")
     return reason + rule
+
+
+def _floor(c) -> str:
+    """How many elements only the default rule's floor passed ("" for none)."""
+    note = getattr(c, "floor_note", None)
+    return note() if callable(note) else ""
 
 
 def table(v) -> str:

@@ -1,9 +1,10 @@
 """What do k.bench's options do on this GPU?  The figures docs/measure.md quotes, in one run.
 
-    python3 benchmarks/bench_measure.py [--repeat N] [--drift N]
+    python3 benchmarks/bench_measure.py [--repeat N] [--drift N] [--fake-driver]
 
-Needs an NVIDIA GPU (otherwise prints "no GPU: skipped" and exits 0).  Rows, each with the
-figure and the ratio or fraction it is read against:
+Needs an NVIDIA GPU (otherwise prints "no GPU: skipped" and exits 0); --fake-driver runs every
+row on the stub driver of benchmarks/fake_driver.py, with made-up times (it checks the script,
+not a GPU).  Rows, each with the figure and the ratio or fraction it is read against:
 
   copy 64 MiB       float4 grid-stride copy, flush on: GB/s and its fraction of the peak
                     (the peak from the driver's attributes, cuda_magic.runtime.peaks)
@@ -86,13 +87,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=100, help="timed launches per bench")
     ap.add_argument("--drift", type=int, default=10, help="bench calls of the unchanged kernel")
+    ap.add_argument("--fake-driver", action="store_true",
+                    help="no GPU: the stub driver, made-up times (checks the script runs)")
     a = ap.parse_args()
-    if cuda_magic.detect_arch() is None:
+    if a.fake_driver:
+        import fake_driver
+        fake_driver.install_timing()
+        print("fake driver (no GPU): the times below are made up")
+    arch = "sm_90a" if a.fake_driver else cuda_magic.detect_arch()
+    if arch is None:
         print("no GPU: skipped")
         return 0
     from cuda_magic.runtime import peaks
     dev = peaks.device_info()
-    m = cuda_magic.build(KERNELS)
+    cfg = {"arch": arch}
+    m = cuda_magic.build(KERNELS, cfg)
     r = a.repeat
     print(f"device  {dev}; python {platform.python_version()}; median of {r} launches per bench")
     rows = []
@@ -127,14 +136,14 @@ def main() -> int:
     out = np.zeros(1, np.float32)
     cuda_magic.clear_history()
     for i in range(a.drift):
-        k = cuda_magic.build(f"#define ITERS 1000\n{SPIN}\n// edit {i}\n")["spin"]
+        k = cuda_magic.build(f"#define ITERS 1000\n{SPIN}\n// edit {i}\n", cfg)["spin"]
         k.bench(dev.sms, 128, out, 4, repeat=r // 2)
     h = cuda_magic.history("spin")
     changes = [mk.change for mk in h.marks[1:]]
     marked = [i for i, mk in enumerate(h.marks) if mk.kind]
     rows.append((f"history drift, {a.drift} calls", f"largest change {max(map(abs, changes)):.1%}",
                  f"{len(marked)} marked (expect 0)"))
-    k = cuda_magic.build(f"#define ITERS 3000\n{SPIN}")["spin"]
+    k = cuda_magic.build(f"#define ITERS 3000\n{SPIN}", cfg)["spin"]
     k.bench(dev.sms, 128, out, 4, repeat=r // 2)
     mk = cuda_magic.history("spin").marks[-1]
     rows.append(("history edit, 3x loop", f"{mk.change:+.1%}", mk.kind or "not marked"))

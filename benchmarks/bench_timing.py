@@ -1,6 +1,6 @@
 """Do our timings agree with Nsight Compute's? k.bench vs ncu's gpu__time_duration vs plain events.
 
-    python3 benchmarks/bench_timing.py [--quick] [--repeat N] [--mib M]
+    python3 benchmarks/bench_timing.py [--quick] [--repeat N] [--mib M] [--fake-driver]
 
 Three kernels from one cell, each on M MiB of floats (default 256: far beyond the L2), side
 by side in one run on one machine:
@@ -19,7 +19,8 @@ Columns (times in µs, medians):
   bench/ncu  the ratio (goal for the copy kernel: within 10%)
 
 Needs an NVIDIA GPU (otherwise prints "no GPU: skipped" and exits 0); without ncu the ncu
-columns say why they are empty.
+columns say why they are empty.  --fake-driver runs the bench columns on the stub driver of
+benchmarks/fake_driver.py, with made-up times and no ncu (it checks the script, not a GPU).
 """
 
 from __future__ import annotations
@@ -54,33 +55,36 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="64 MiB, base clocks only")
     ap.add_argument("--repeat", type=int, default=50, help="timed launches per bench")
     ap.add_argument("--mib", type=int, default=256, help="MiB of floats per array")
+    ap.add_argument("--fake-driver", action="store_true",
+                    help="no GPU: the stub driver, made-up times, no ncu (checks the script runs)")
     a = ap.parse_args()
-    arch = cuda_magic.detect_arch()
+    if a.fake_driver:
+        import fake_driver
+        fake_driver.install_timing()
+        print("fake driver (no GPU): the times below are made up")
+    arch = "sm_90a" if a.fake_driver else cuda_magic.detect_arch()
     if arch is None:
         print("no GPU: skipped")
         return 0
     from cuda_magic import tools as finder
-    from cuda_magic.runtime import tools
+    from cuda_magic.runtime import peaks, tools
     try:
+        if a.fake_driver:
+            raise finder.ToolNotFoundError("the fake driver runs no ncu")
         ncu = finder.find("ncu")
     except finder.ToolNotFoundError as exc:
         ncu, why = None, str(exc)
     mib = 64 if a.quick and a.mib == 256 else a.mib
     n = mib * 2**20 // 4
-    m = build(CELL, {})
+    m = build(CELL, {"arch": arch})
     x = np.random.rand(n).astype(np.float32)
     y = np.zeros(n, np.float32)
     out = np.zeros(1, np.float32)
-    sms = 132
     try:
-        from cuda.bindings import driver as drv
-        drv.cuInit(0)
-        dev = drv.cuDeviceGet(0)[1]
-        sms = drv.cuDeviceGetAttribute(
-            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)[1]
-        name = drv.cuDeviceGetName(64, dev)[1].split(b"\0")[0].decode()
+        dev = peaks.device_info()
+        sms, name = dev.sms, dev.name
     except Exception:
-        name = "?"
+        sms, name = 132, "?"
     runs = {
         "copy": ((n + 255) // 256, 256, (x, y, n)),
         "saxpy": (sms * 8, 256, (n, 2.0, x, y)),

@@ -142,6 +142,115 @@ class _CountingDriver(FakeDriver):
         return _OK
 
 
+class TimingDriver(_CountingDriver):
+    """The stub plus what ``k.bench`` and ``peaks.device_info()`` call: events whose elapsed
+    times are made up (a few µs, a little spread), the L2 flush's memset, streams, capture into
+    graphs, an H200's attributes but a 4 MiB L2 (a small flush buffer).  Kernels need no
+    :meth:`register`: their parameter layouts are read from the cubin loaded, as the driver
+    reads them.  For the benchmarks' ``--fake-driver`` runs: they check that a script runs and
+    prints its table, not what a GPU does."""
+
+    ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+                  "MULTIPROCESSOR_COUNT": 132, "CLOCK_RATE": 1980000,
+                  "MEMORY_CLOCK_RATE": 3201000, "GLOBAL_MEMORY_BUS_WIDTH": 6016,
+                  "L2_CACHE_SIZE": 4 << 20}
+    NAME = b"Fake GPU (stub driver)"
+
+    def __init__(self):
+        super().__init__()
+        from cuda.bindings import driver as real     # its enums: no GPU needed to read them
+        self.CUdevice_attribute, self.CUstream_flags = real.CUdevice_attribute, real.CUstream_flags
+        self.CUstreamCaptureMode = real.CUstreamCaptureMode
+        self.ticks = 0
+        self.graphs: dict[int, int] = {}             # graph or its instance -> launches in it
+        self.capturing: int | None = None            # launches captured so far
+
+    def _handle(self) -> _Handle:
+        self.ticks += 1
+        return _Handle(0x90000 + self.ticks)
+
+    def cuLibraryLoadData(self, image, *rest):
+        from cuda_magic.compile.binary._cubin import cubin_entries
+        for symbol, layout in cubin_entries(bytes(image)):
+            if layout is not None:
+                self.layouts.setdefault(symbol, list(layout))
+        return super().cuLibraryLoadData(image, *rest)
+
+    def cuDeviceGetAttribute(self, attr, dev):
+        return (CUresult(0), self.ATTRIBUTES[attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")])
+
+    def cuDeviceGetName(self, n, dev):
+        return (CUresult(0), self.NAME)
+
+    def cuDeviceGetPCIBusId(self, n, dev):
+        return (CUresult(0), b"0000:00:00.0")
+
+    def cuEventCreate(self, flags):
+        return (CUresult(0), self._handle())
+
+    def cuEventRecord(self, event, stream):
+        return _OK
+
+    def cuEventSynchronize(self, event):
+        return _OK
+
+    def cuEventDestroy(self, event):
+        return _OK
+
+    def cuEventElapsedTime(self, start, end):
+        self.ticks += 1
+        return (CUresult(0), 0.004 * (1 + 0.01 * (self.ticks % 7)))
+
+    def cuMemsetD8Async(self, ptr, value, n, stream):
+        return _OK
+
+    def cuLaunchKernel(self, *args):
+        if self.capturing is not None:
+            self.capturing += 1
+            return _OK
+        return super().cuLaunchKernel(*args)
+
+    def cuStreamCreate(self, flags):
+        return (CUresult(0), self._handle())
+
+    def cuStreamDestroy(self, stream):
+        return _OK
+
+    def cuStreamBeginCapture(self, stream, mode):
+        self.capturing = 0
+        return _OK
+
+    def cuStreamEndCapture(self, stream):
+        g = self._handle()
+        self.graphs[int(g)], self.capturing = self.capturing, None
+        return (CUresult(0), g)
+
+    def cuGraphInstantiate(self, graph, flags):
+        ex = self._handle()
+        self.graphs[int(ex)] = self.graphs[int(graph)]
+        return (CUresult(0), ex)
+
+    def cuGraphLaunch(self, ex, stream):
+        self.launches += self.graphs[int(ex)]
+        return _OK
+
+    def cuGraphDestroy(self, graph):
+        return _OK
+
+    def cuGraphExecDestroy(self, ex):
+        return _OK
+
+
+def install_timing() -> TimingDriver:
+    """:func:`install` with a :class:`TimingDriver`: launches, ``k.bench`` and device figures
+    run on the CPU (uninstall() undoes it)."""
+    base = install()
+    fake = TimingDriver()
+    fake.saved = base.saved
+    driver._state["api"] = fake
+    return fake
+
+
 class FakeLaunchError(RuntimeError):
     """What the stand-in for CuPy's launchKernel raises (CuPy: CUDADriverError)."""
 

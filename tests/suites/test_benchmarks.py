@@ -1,11 +1,28 @@
-"""The benchmark scripts run and print their tables (figures are not asserted)."""
+"""The benchmark scripts run and print their tables: each row there with a figure in its
+place (what the figures are is not asserted).  A script whose figures need a GPU runs on the
+stub driver here (``--fake-driver``: made-up times, the script's own code), or, where it has
+no such part, prints its table from fixed rows; "no GPU: skipped" alone passes nothing."""
 
+import contextlib
+import io
 import os
 import re
 import subprocess
 import sys
 
+import pytest
+
+import cuda_magic
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPU = cuda_magic.detect_arch() is not None
+NUM = r"\d[\d,]*(?:\.\d+)?"          # a figure as the scripts print it: 4.12, 32,577, 676.7
+
+
+def _rows(text: str, patterns: dict[str, str]) -> None:
+    """Each ``name: pattern`` is one whole line of ``text`` (the name, then its figures)."""
+    for name, pattern in patterns.items():
+        assert re.search(rf"^{re.escape(name)}{pattern}$", text, re.M), (name, text)
 
 
 def test_bench_compile_runs():
@@ -32,20 +49,64 @@ def test_bench_cell_quick():
     assert "compiler calls during re-runs: 0" in out.stdout
 
 
+# bench_launch's result table: figure, ours, the baseline, ratio, goal, PASS/MISS
+LAUNCH_ROW = (rf"(?P<name>\S.*?) +(?P<ours>{NUM} (?:µs|GB/s)|torch not installed) +"
+              rf"(?P<base>{NUM} (?:µs|GB/s)|-) +(?P<ratio>\d+\.\d{{3}}|-) +"
+              rf"(?P<goal>[<>]= \d\.\d\d|-)  (?P<result>PASS|MISS|-)")
+
+
+def _launch_table(text: str) -> list[dict]:
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["figure", "cuda_magic"])
+    assert lines[head].split() == ["figure", "cuda_magic", "baseline", "ratio", "goal", "result"]
+    assert set(lines[head + 1]) == {"-"}
+    rows = [re.fullmatch(LAUNCH_ROW, ln) for ln in lines[head + 2:] if ln.strip()]
+    assert rows and all(rows), lines[head + 2:]
+    return [r.groupdict() for r in rows]
+
+
 def test_bench_launch_quick():
+    """Its figures need a GPU and CuPy, and its one CPU part is --fake-driver (the test below):
+    without them it says so in one line, and the table it would print is checked on fixed rows."""
     out = _run_script("bench_launch.py", "--quick", "--repeat", "2")
     assert out.returncode == 0, out.stderr
-    assert ("no GPU: skipped" in out.stdout or "no CuPy: skipped" in out.stdout
-            or "GB/s vs cuLaunchKernel" in out.stdout), out.stdout
+    if out.stdout.strip() not in ("no GPU: skipped", "no CuPy: skipped (it allocates the arrays)"):
+        rows = _launch_table(out.stdout)
+        assert {"empty, CuPy arrays vs CuPy", "scale, CuPy arrays vs cuda.core"} <= \
+            {r["name"] for r in rows}
+        assert all(r["result"] in ("PASS", "MISS") for r in rows if r["goal"] != "-")
+        return
+    import bench_launch
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        bench_launch.table([("empty, CuPy arrays vs CuPy", "3.10 µs", "3.50 µs", 3.1 / 3.5,
+                             "<= 1.00", True),
+                            ("scale, torch tensors vs cuda.core", "4.00 µs", "3.00 µs", 4 / 3,
+                             "<= 1.15", False),
+                            ("scale, torch tensors", "torch not installed", "-", None, "-", None),
+                            ("4 GiB copy GB/s vs cuLaunchKernel", "3712 GB/s", "3730 GB/s",
+                             3712 / 3730, ">= 0.97", True)])
+    rows = _launch_table(printed.getvalue())
+    assert [(r["ratio"], r["result"]) for r in rows] == [("0.886", "PASS"), ("1.333", "MISS"),
+                                                         ("-", "-"), ("0.995", "PASS")]
 
 
 def test_bench_measure_runs():
-    out = _run_script("bench_measure.py", "--repeat", "10", "--drift", "3")
+    """Every row with its figures: on the GPU, or without one on the stub driver (made-up
+    times: k.bench, the flush, graphs and the history all run)."""
+    out = _run_script("bench_measure.py", "--repeat", "10", "--drift", "3",
+                      *(() if GPU else ("--fake-driver",)))
     assert out.returncode == 0, out.stderr
-    if "no GPU: skipped" not in out.stdout:
-        for row in ("copy 64 MiB", "fma chains", "L2 flush", "launch, empty kernel",
-                    "history drift, 3 calls", "history edit, 3x loop"):
-            assert row in out.stdout, out.stdout
+    pct, gap = rf"{NUM}%", r" {2,}"
+    _rows(out.stdout, {
+        "copy 64 MiB, flush on": rf"{gap}{NUM} µs, {NUM} GB/s{gap}{pct} of {NUM} GB/s",
+        "fma chains": rf"{gap}{NUM} TFLOP/s{gap}{pct} of {NUM} TFLOP/s",
+        "L2 flush, 16 MB read": rf"{gap}on {NUM} µs / off {NUM} µs{gap}{NUM}x",
+        "launch, empty kernel": rf"{gap}events {NUM} µs; graph of 20 {NUM} µs \(flush {NUM} µs\) "
+                                rf"per launch{gap}graph/events {NUM}",
+        "history drift, 3 calls": rf"{gap}largest change {pct}{gap}\d+ marked \(expect 0\)",
+        "history edit, 3x loop": rf"{gap}[+-]{pct}{gap}(?:regression|improvement|not marked)"})
+    assert "clocks (last bench): Clocks(" in out.stdout
 
 
 def test_bench_display_runs():
@@ -58,9 +119,14 @@ def test_bench_display_runs():
 def test_bench_compare_runs():
     out = _run_script("bench_compare.py", "--repeat", "1", "--n", "4096")
     assert out.returncode == 0, out.stderr
-    for row in ("compare, cold", "compare, cached", "toggle, new config", "toggle, back"):
-        assert row in out.stdout
-    assert "no GPU: the run rows are skipped" in out.stdout or "run + report (GPU)" in out.stdout
+    timed, ratio = rf" +1 +{NUM} \( *{NUM}\)", rf" +{NUM}x"
+    _rows(out.stdout, {"compare, cold": timed + ratio, "compare, cached": timed + ratio,
+                       "toggle, new config": timed + ratio, "toggle, back": timed + ratio,
+                       "  by hand": timed + " *"})
+    if GPU:
+        _rows(out.stdout, {"run + report (GPU)": timed + ratio})
+    else:
+        assert "no GPU: the run rows are skipped" in out.stdout
 
 
 def test_bench_headers_runs():
@@ -91,16 +157,49 @@ def test_bench_insight_runs():
 
 
 def test_bench_timing_quick():
-    out = _run_script("bench_timing.py", "--quick", "--repeat", "3")
+    """The table's three kernels with their bench and events figures: on the GPU, or without
+    one on the stub driver (no ncu there: its columns '-' and the line that says why)."""
+    out = _run_script("bench_timing.py", "--quick", "--repeat", "3",
+                      *(() if GPU else ("--fake-driver",)))
     assert out.returncode == 0, out.stderr
-    assert "no GPU: skipped" in out.stdout or "bench/ncu" in out.stdout, out.stdout
+    assert re.search(r"^kernel +bench +events +ncu +ncu/free +bench/ncu +events/ncu$", out.stdout,
+                     re.M), out.stdout
+    ncu = rf"(?:{NUM}|-)"
+    _rows(out.stdout, {k: rf" +{NUM} +{NUM}" + rf" +{ncu}" * 4 for k in ("copy", "saxpy",
+                                                                          "reduction")})
+    assert "ncu columns skipped: " in out.stdout or "times in µs; ncu:" in out.stdout
+    if not GPU:
+        assert "ncu columns skipped: the fake driver runs no ncu" in out.stdout
+
+
+@pytest.mark.slow
+def test_bench_hopper_quick():
+    """The pipeline table's figures need no GPU: a row per corpus kernel, its times and rows."""
+    out = _run_script("bench_hopper.py", "--quick")
+    assert out.returncode == 0, out.stderr
+    _rows(out.stdout, {f"  {k}": rf" +{arch} +{NUM} +{NUM}  \d+"
+                       for k, arch in (("tma_wgmma_gemm", "sm_90a"), ("ws_scale_regs", "sm_90a"),
+                                       ("cluster_swap", "sm_90a"), ("tcgen05_gemm", "sm_100a"))})
+    assert "2-4. no GPU (or no PyTorch): skipped" in out.stdout or "2. tensor maps" in out.stdout
+
+
+@pytest.mark.slow
+def test_bench_export_quick():
+    """Exporting needs no GPU: a row per format with its time, files and bytes."""
+    out = _run_script("bench_export.py", "--quick")
+    assert out.returncode == 0, out.stderr
+    _rows(out.stdout, {"  torch": rf" +{NUM} +\d+ +{NUM}", "  cubin": rf" +{NUM} +\d+ +{NUM}",
+                       "  wheel": rf" +{NUM} +\d+ +{NUM}   wheel {NUM} bytes"})
+    assert "2. per-call overhead: no GPU: skipped" in out.stdout or "2. per-call overhead (" in \
+        out.stdout
 
 
 def test_bench_launch_fake_driver():
     out = _run_script("bench_launch.py", "--fake-driver", "--repeat", "1", "--launches", "200")
     assert out.returncode == 0, out.stderr
-    for row in ("empty, CuPy-like arrays", "scale, torch-like arrays", "the stub's cuLaunchKernel alone"):
-        assert row in out.stdout
+    _rows(out.stdout, {row: r" +\d+\.\d{3}" for row in (
+        "empty, CuPy-like arrays", "empty, torch-like arrays", "scale, CuPy-like arrays",
+        "scale, torch-like arrays", "the stub's cuLaunchKernel alone", "an empty loop")})
 
 
 def test_bench_tune_quick():

@@ -224,24 +224,29 @@ def test_ctrl_c_stops_a_sweep_on_a_real_local_cluster(stand_in, monkeypatch, pro
     x = np.ones(256, np.float32)
     y = np.zeros_like(x)
     got = {}
+    sweeping = threading.Event()
 
     def interrupt():
         try:
             got["pids"] = _busy(stand_in, 1, within=60)
         finally:            # no helper busy in time: stop the sweep anyway, the asserts say why
-            os.kill(os.getpid(), signal.SIGINT)
+            if sweeping.is_set():
+                os.kill(os.getpid(), signal.SIGINT)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=processes,
                                   dashboard_address=None, silence_logs=50) as cluster, \
             distributed.Client(cluster) as client:
         if processes:       # the worker's own pools module starts the stand-in helper
             client.run(setattr, pools, "MODULE", "hostile_tune_helper")
         timer = threading.Thread(target=interrupt, daemon=True)
+        sweeping.set()
         timer.start()
         try:
             with pytest.raises(KeyboardInterrupt):
                 tune(SCALE, "block=[64, 128, 256]", "scale[1, block](x, y, 2.0, 256)",
                      arch=ARCH, client=client, timeout=60, namespace={"x": x, "y": y})
+            sweeping.clear()
             timer.join(10)
+            assert "pids" in got, "no task's helper got a job within 60 s"
             (pid,) = got["pids"]
             assert _ends(pid, 10), "the worker's helper is still running after Ctrl-C"
             # nothing of the sweep is left on the cluster: its tasks are forgotten or finished
@@ -252,6 +257,7 @@ def test_ctrl_c_stops_a_sweep_on_a_real_local_cluster(stand_in, monkeypatch, pro
             assert len(list(stand_in.glob("busy-*"))) == 1     # no queued task started a helper
             assert client.submit(sum, [1, 2], pure=False).result(timeout=30) == 3
         finally:
+            sweeping.clear()        # a sweep that ended on its own is not interrupted later
             _kill(got.get("pids", ()))
             if pools._worker["helper"] is not None:
                 pools._worker["helper"].close()

@@ -51,6 +51,10 @@ def write(path: pathlib.Path, files: dict[str, bytes], overwrite: bool, name: st
     if "\0" in str(path):
         raise ExportError(f"path {where} holds a NUL character")
     try:
+        os.fsencode(path)
+    except UnicodeEncodeError as err:
+        raise ExportError(f"path {where}: not a file name on this system ({err.reason})") from None
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _locked(path.parent, where) as locked:
             _recover(path, locked)

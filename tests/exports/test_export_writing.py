@@ -114,14 +114,14 @@ def test_an_unchanged_earlier_export_is_replaced_in_every_format(saxpy, tmp_path
     """The digests of what it wrote match, the wheel's pyproject.toml and wheel included, after
     it was imported (its __pycache__ goes) and when the new one differs (version, rules)."""
     for fmt, opts in (("torch", RULES), ("cubin", {}), ("wheel", RULES)):
-        d = tmp_path / fmt
+        d = tmp_path / f"{fmt}_export"
         export(saxpy, fmt, d, name="pkg", **opts)
         cache = d / ("pkg" if fmt == "wheel" else "") / "__pycache__"
         cache.mkdir()
         (cache / "kernel.cpython-311.pyc").write_bytes(b"bytecode")
         e = export(saxpy, fmt, d, name="pkg", version="2.0", **opts)
         assert {p: sha(b) for p, b in tree(d).items()} == e.files
-    assert listing(tmp_path) == ["cubin", "torch", "wheel"]
+    assert listing(tmp_path) == ["cubin_export", "torch_export", "wheel_export"]
 
 
 def test_a_deleted_file_of_the_export_is_no_loss(saxpy, tmp_path):
@@ -399,6 +399,13 @@ def test_a_nul_in_the_path(saxpy, tmp_path):
             export(saxpy, "cubin", path, name="pkg")
     with pytest.raises(ExportError, match=r"^path '.*a\\x00b/pkg' holds a NUL character$"):
         export(saxpy, "cubin", f"{tmp_path}/a\0b/pkg")
+    assert listing(tmp_path) == []
+
+
+def test_a_path_no_file_system_can_hold(saxpy, tmp_path):
+    with pytest.raises(ExportError, match=r"^path '.*/\\ud800/pkg': not a file name on this "
+                                          r"system \(surrogates not allowed\)$"):
+        export(saxpy, "cubin", f"{tmp_path}/\ud800/pkg")
     assert listing(tmp_path) == []
 
 

@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from .._version import __version__
 from ..errors import ExportError, quote
 from . import cubin, manifest as _manifest, torch_package, wheel
+from .names import checked_package, checked_prefix, checked_version
 from .rules import rules_for
-from .spec import checked_name, collect, source_of
+from .spec import collect, source_of
 from .writing import write
 
 __all__ = ["export", "Exported", "FORMATS"]
 
 FORMATS = ("torch", "cubin", "wheel")
 _RULES = ("grid", "block", "shared", "outputs")
-_VERSION = re.compile(r"\d+(\.\d+)*([ab]|rc)?\d*(\.post\d+)?(\.dev\d+)?")
 
 
 @dataclass(frozen=True)
@@ -97,10 +97,17 @@ def _fmt(fmt) -> str:
 
 
 def _name_from(path: pathlib.Path, name, fmt: str) -> str:
+    """The package name (torch, wheel) or C prefix (cubin).  A torch package is the directory
+    ``path`` and is imported by the directory's name, so that name, where it is an identifier,
+    must be a name a package can have too; ``name=`` then names the op namespace."""
+    check = checked_prefix if fmt == "cubin" else checked_package
+    ident = bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", path.name or ""))
+    if fmt == "torch" and ident and name is not None and name != path.name:
+        check(path.name, "path")
     if name is not None:
-        return checked_name(name)
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", path.name or ""):
-        return checked_name(path.name)
+        return check(name)
+    if ident:
+        return check(path.name)
     raise ExportError(f"path {quote(str(path), 80)}: its last part is not a Python identifier, "
                       f"so give the {'prefix' if fmt == 'cubin' else 'package'} a name= "
                       f"('scale_ops')")
@@ -111,9 +118,7 @@ def _sha(data: bytes) -> str:
 
 
 def _version(v) -> str:
-    if not isinstance(v, str) or not _VERSION.fullmatch(v):
-        raise ExportError(f"version={quote(v, 80)}: a version like '0.1.0'")
-    return v
+    return checked_version(v)
 
 
 def export(obj, format: str, path, *, name: str | None = None, kernels=None, grid=None,
@@ -149,6 +154,9 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
     path = pathlib.Path(path).expanduser().absolute()
     name = _name_from(path, name, fmt)
     version = _version(version)
+    if kernels is not None and not isinstance(kernels, (str, list, tuple, dict)):
+        raise ExportError(f"kernels={quote(kernels, 80)}: give a kernel's name, a list of names, "
+                          f"or a dict of rules per kernel name")
     module, only = source_of(obj)
     per_kernel = kernels if isinstance(kernels, dict) else {}
     ks = collect(module, only if only is not None or per_kernel else kernels)
@@ -162,11 +170,13 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
         return _cubin(path, name, version, ks, module, __version__, overwrite)
     per = _options(_by_python_name(per_kernel, ks, module), shared_rules, [k.name for k in ks])
     items = [(k, rules_for(k, per[k.name])) for k in ks]
-    ops = {k.name: torch_package.schema(name, k, r) for k, r in items}
-    package = _torch_files(name, version, items, ops, module, __version__, fmt)
+    op_names = [nm["op"] for nm in torch_package.names(items)]
+    ops = {k.name: torch_package.schema(name, k, r, op) for (k, r), op in zip(items, op_names)}
+    package = _torch_files(name, version, items, ops, module, __version__, fmt,
+                           path.name if fmt == "torch" else name)
     if fmt == "torch":
         return _done(path, fmt, name, package, ops, overwrite)
-    summary = f"{', '.join(k.name for k in ks)}: CUDA kernels as PyTorch ops (cuda-magic export)"
+    summary = f"{', '.join(op_names)}: CUDA kernels as PyTorch ops (cuda-magic export)"
     whl = wheel.wheel_bytes(name, version, summary, package, __version__)
     files = {f"{name}/{p}": d for p, d in package.items()}
     files["pyproject.toml"] = wheel.pyproject(name, version, summary).encode()
@@ -175,18 +185,22 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
                  wheel_path=str(path / "dist" / wheel.wheel_name(name, version)))
 
 
-def _torch_files(name, version, items, schemas, module, cm_version, fmt) -> dict[str, bytes]:
-    files = {"__init__.py": torch_package.init_source(name, version, items, cm_version).encode(),
+def _torch_files(name, version, items, schemas, module, cm_version, fmt,
+                 import_name=None) -> dict[str, bytes]:
+    files = {"__init__.py": torch_package.init_source(name, version, items, cm_version,
+                                                      import_name).encode(),
              "_driver.py": torch_package.template("_driver.py"),
              "_torch.py": torch_package.template("_torch.py")}
     for k, _ in items:
         for b in k.builds:
             files[f"binaries/{b.file}"] = b.data
+    nms = torch_package.names(items)
     ops = {k.name: {"schema": schemas[k.name], **r.given,
                     "mutates": [p.name for p in torch_package.mutated(k, r)]} for k, r in items}
     m = _manifest.manifest(name, fmt, version, [k for k, _ in items], module.source, cm_version,
                            ops=ops, files={p: _sha(d) for p, d in files.items()
-                                           if not p.startswith("binaries/")})
+                                           if not p.startswith("binaries/")},
+                           names={k.name: {"python": nm["op"]} for (k, _), nm in zip(items, nms)})
     files["manifest.json"] = _manifest.dumps(m)
     return files
 
@@ -197,9 +211,12 @@ def _cubin(path, name, version, ks, module, cm_version, overwrite) -> Exported:
     for k in ks:
         for b in k.builds:
             files[b.file] = b.data
+    attrs, (c_kernels, c_params) = cubin.python_names(ks), cubin.c_names(name, ks)
+    names = {k.name: {"python": attrs[k.name], "c": c_kernels[k.name],
+                      "c_params": c_params[k.name]} for k in ks}
     m = _manifest.manifest(name, "cubin", version, ks, module.source, cm_version,
                            files={p: _sha(d) for p, d in files.items()
-                                  if p in ("kernel.h", "kernel.py")})
+                                  if p in ("kernel.h", "kernel.py")}, names=names)
     files["manifest.json"] = _manifest.dumps(m)
     return _done(path, "cubin", name, files, {}, overwrite)
 

@@ -7,6 +7,13 @@ whose parameters are named after the kernel's.  Each becomes Python text of the 
 package, checked here: an expression must parse and use only the kernel's parameters and the
 names the package provides (:data:`NAMES`); a function's source must be readable and use no
 name from the notebook, since the package cannot see the notebook.
+
+An expression string is a formula, nothing more: numbers, the kernel's parameters, arithmetic,
+comparisons, conditionals, tuples, subscripts, calls and public attributes (``x.shape[0]``,
+``math.ceil``); no strings, lambdas, comprehensions or assignments, and no attribute that starts
+with ``_``.  It reaches the package as :func:`ast.unparse` writes it, never as the text given.
+The builtins a rule may call are :data:`BUILTINS`, pure functions of numbers and sequences
+(``open``, ``eval``, ``getattr`` and the like are no name a rule can reach).
 """
 
 from __future__ import annotations
@@ -21,23 +28,47 @@ import tokenize
 from dataclasses import dataclass
 
 from ..errors import ExportError, quote
+from .names import DTYPES
 from .spec import Kernel, ParamSpec
 
-__all__ = ["Rules", "Output", "rules_for", "NAMES"]
+__all__ = ["Rules", "Output", "Function", "rules_for", "NAMES", "BUILTINS"]
 
+# the builtins a rule may call: functions of numbers and sequences, no input, output or lookup
+BUILTINS = frozenset({"abs", "all", "any", "bool", "divmod", "enumerate", "float", "int",
+                      "isinstance", "len", "list", "max", "min", "pow", "range", "reversed",
+                      "round", "sorted", "sum", "tuple", "zip"})
 # what an expression or function may use besides the kernel's parameters
-NAMES = frozenset({"cdiv", "torch", "math"}) | frozenset(
-    n for n in dir(builtins) if not n.startswith("_") and n[0].islower())
+NAMES = frozenset({"cdiv", "torch", "math"}) | BUILTINS
 _KEYS = ("grid", "block", "shared", "outputs")
+# the syntax an expression string may use
+_EXPRESSION_NODES = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp,
+    ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.Attribute, ast.Subscript,
+    ast.Slice, ast.Starred, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+_NUMBERS = (int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class Function:
+    """A rule given as a function: its ``source`` (a ``def``, or a lambda expression) as
+    :func:`ast.unparse` writes it, the ``name`` of the def (None for a lambda) and the kernel
+    parameters it is called on (``args``).  ``key`` says which rule it is (``grid``, ``block``,
+    ``shared``, ``shape`` of an output); the package names it."""
+
+    key: str
+    source: str
+    name: str | None
+    args: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Output:
-    """An output the op allocates: its parameter, shape (a Python expression), dtype (a torch
-    dtype name) and the parameter whose device it goes on (None: the current device)."""
+    """An output the op allocates: its parameter, shape (a Python expression or a
+    :class:`Function`), dtype (a torch dtype name) and the parameter whose device it goes on
+    (None: the current device)."""
 
     param: str
-    shape: str
+    shape: "str | Function"
     dtype: str
     device: str | None
     spec: str                  # as the user gave it, for the manifest
@@ -45,15 +76,20 @@ class Output:
 
 @dataclass(frozen=True)
 class Rules:
-    """One kernel's launch as Python expressions (``grid``, ``block``, ``shared``), its
-    ``outputs`` and the functions they call (``defs``: source text, in order)."""
+    """One kernel's launch as Python expressions or :class:`Function` calls (``grid``,
+    ``block``, ``shared``) and its ``outputs``."""
 
-    grid: str
-    block: str
-    shared: str
+    grid: "str | Function"
+    block: "str | Function"
+    shared: "str | Function"
     outputs: tuple[Output, ...]
-    defs: tuple[str, ...]
     given: dict               # each rule as given, in words, for the manifest and the view
+
+    @property
+    def functions(self) -> tuple[Function, ...]:
+        """The functions the rules call, in order: outputs' shapes, then grid, block, shared."""
+        rules = [o.shape for o in self.outputs] + [self.grid, self.block, self.shared]
+        return tuple(r for r in rules if isinstance(r, Function))
 
 
 def _names(tree: ast.AST) -> set[str]:
@@ -72,11 +108,31 @@ def _names(tree: ast.AST) -> set[str]:
             and isinstance(n.ctx, ast.Load)} - bound
 
 
+def _formula(tree: ast.AST, text: str, where: str) -> None:
+    """An ExportError unless ``tree`` is a formula (see the module docstring)."""
+    for node in ast.walk(tree):
+        bad = None
+        if not isinstance(node, _EXPRESSION_NODES):
+            bad = {ast.Lambda: "a lambda", ast.NamedExpr: "an assignment (:=)",
+                   ast.JoinedStr: "an f-string"}.get(type(node), f"{type(node).__name__} syntax")
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, _NUMBERS + (complex,)):
+            bad = "a string" if isinstance(node.value, (str, bytes)) else repr(node.value)
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            bad = f"the attribute {node.attr}"
+        if bad:
+            raise ExportError(f"{where}: {quote(text, 80)} uses {bad}; an expression string is "
+                              f"a formula of the parameters (numbers, arithmetic, comparisons, "
+                              f"calls, public attributes): give a def or a lambda for more")
+
+
 def _expression(text: str, where: str, allowed: set[str]) -> str:
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as e:
         raise ExportError(f"{where}: {quote(text, 80)} is not a Python expression ({e.msg})") from None
+    except ValueError:              # a NUL in the text
+        raise ExportError(f"{where}: {quote(text, 80)} is not a Python expression") from None
+    _formula(tree, text, where)
     unknown = sorted(_names(tree) - allowed - NAMES)
     if unknown:
         raise ExportError(f"{where}: {quote(text, 80)} uses {', '.join(unknown)}, which the "
@@ -186,9 +242,9 @@ def _consts(consts) -> tuple:
                  for c in consts)
 
 
-def _function(fn, where: str, params: set[str], alias: str, defs: list[str]) -> str:
-    """``alias(p, q)``: a call of ``fn`` (defined in ``defs`` as ``alias``) on the kernel
-    parameters it names."""
+def _function(fn, where: str, params: set[str], key: str) -> Function:
+    """``fn`` (a def or a lambda) as the :class:`Function` the package holds and calls on the
+    kernel parameters it names."""
     if not hasattr(fn, "__code__"):
         raise ExportError(f"{where}: {quote(fn, 80)} is not a def or a lambda, so the package "
                           f"cannot hold its source; give a def, a lambda or an expression string")
@@ -208,15 +264,19 @@ def _function(fn, where: str, params: set[str], alias: str, defs: list[str]) -> 
     if free:
         raise ExportError(f"{where}: {fn.__name__} uses {', '.join(free)} from the notebook, which "
                           f"the package cannot see; write the value in or pass it as a parameter")
-    if isinstance(node, ast.Lambda):
-        defs.append(f"{alias} = {text}")
-    else:
-        defs.append(f"{text}\n\n\n{alias} = {node.name}")
-    return f"{alias}({', '.join(names)})"
+    for sub in ast.walk(node):
+        bad = f"the attribute {sub.attr}" if isinstance(sub, ast.Attribute) and \
+            sub.attr.startswith("_") else "import" if isinstance(sub, (ast.Import, ast.ImportFrom)) \
+            else "global" if isinstance(sub, (ast.Global, ast.Nonlocal)) else None
+        if bad:
+            raise ExportError(f"{where}: {fn.__name__} uses {bad}; a rule computes from the "
+                              f"kernel's parameters with cdiv, math, torch and the builtins "
+                              f"{', '.join(sorted(BUILTINS))}")
+    return Function(key, text, None if isinstance(node, ast.Lambda) else node.name, tuple(names))
 
 
-def _rule(value, key: str, k: Kernel, params: set[str], defs: list[str]) -> tuple[str, str]:
-    """``(python expression, as given)`` of a grid, block or shared rule."""
+def _rule(value, key: str, k: Kernel, params: set[str]) -> tuple["str | Function", str]:
+    """``(python expression or function, as given)`` of a grid, block or shared rule."""
     where = f"{key} of {k.name}"
     if isinstance(value, bool) or value is None:
         raise ExportError(f"{where}: give an int, a tuple, an expression string or a function, "
@@ -229,18 +289,27 @@ def _rule(value, key: str, k: Kernel, params: set[str], defs: list[str]) -> tupl
     if isinstance(value, str):
         return _expression(value, where, params), value
     if callable(value):
-        return _function(value, where, params, f"_{key}_{k.name}", defs), \
-            getattr(value, "__name__", "function")
+        return _function(value, where, params, key), getattr(value, "__name__", "function")
     raise ExportError(f"{where}: give an int, a tuple, an expression string or a function, not "
                       f"{quote(value, 80)}")
 
 
-def _output(param: ParamSpec, spec, k: Kernel, inputs: set[str], tensors: list[str],
-            defs: list[str]) -> Output:
+def _dtype(value, where: str) -> str:
+    """A torch dtype name given for an output: ``"float16"`` (or ``torch.float16``)."""
+    name = value if isinstance(value, str) else str(value).removeprefix("torch.") \
+        if type(value).__name__ == "dtype" else None
+    if name not in DTYPES:
+        raise ExportError(f"{where}: dtype {quote(value, 40)} is no torch dtype an output can "
+                          f"have; give one of {', '.join(DTYPES)}")
+    return name
+
+
+def _output(param: ParamSpec, spec, k: Kernel, inputs: set[str], tensors: list[str]) -> Output:
     where = f"outputs of {k.name}: '{param.name}'"
     dtype = None
-    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
-        spec, dtype = spec
+    if isinstance(spec, tuple) and len(spec) == 2 and (isinstance(spec[1], str) or
+                                                       type(spec[1]).__name__ == "dtype"):
+        spec, dtype = spec[0], _dtype(spec[1], where)
     if dtype is None:
         if param.tensor is None:
             raise ExportError(f"{where} is {param.declared}: no dtype follows from that; give "
@@ -258,9 +327,8 @@ def _output(param: ParamSpec, spec, k: Kernel, inputs: set[str], tensors: list[s
     if isinstance(spec, (tuple, list)) and all(isinstance(v, int) for v in spec):
         return Output(param.name, repr(tuple(spec)), dtype, device, repr(tuple(spec)))
     if callable(spec):
-        return Output(param.name, _function(spec, where, inputs, f"_shape_{k.name}_{param.name}",
-                                            defs), dtype, device,
-                      getattr(spec, "__name__", "function"))
+        return Output(param.name, _function(spec, where, inputs, f"shape {param.name}"), dtype,
+                      device, getattr(spec, "__name__", "function"))
     raise ExportError(f"{where}: give 'like NAME', a shape expression ('(m, n)'), a tuple of "
                       f"ints or a function of the inputs, not {quote(spec, 80)}")
 
@@ -291,8 +359,7 @@ def rules_for(k: Kernel, options: dict) -> Rules:
                               f"{', '.join(q.name for q in k.params if q.kind == 'pointer' and not q.const) or 'none'}")
     inputs = {p.name for p in k.params if p.name not in outputs}
     tensors = [p.name for p in k.params if p.kind == "pointer" and p.name not in outputs]
-    defs: list[str] = []
-    outs = tuple(_output(by_name[n], spec, k, inputs, tensors, defs) for n, spec in outputs.items())
+    outs = tuple(_output(by_name[n], spec, k, inputs, tensors) for n, spec in outputs.items())
     params = {p.name for p in k.params}
     given = {}
     exprs = {}
@@ -304,6 +371,6 @@ def rules_for(k: Kernel, options: dict) -> Rules:
             raise ExportError(f"{k.name}: give {key}= for the torch op: an int or tuple "
                               f"({'256' if key == 'block' else '(64, 1, 1)'}), an expression of "
                               f"the parameters ('cdiv(n, 256)') or a function of them")
-        exprs[key], given[key] = _rule(options[key], key, k, params, defs)
+        exprs[key], given[key] = _rule(options[key], key, k, params)
     given["outputs"] = {o.param: o.spec for o in outs}
-    return Rules(exprs["grid"], exprs["block"], exprs["shared"], outs, tuple(defs), given)
+    return Rules(exprs["grid"], exprs["block"], exprs["shared"], outs, given)

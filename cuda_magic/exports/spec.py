@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import keyword
-import re
 import struct
+import unicodedata
 from dataclasses import dataclass
 
 from ..cell import Module
@@ -38,8 +38,9 @@ TORCH_DTYPES: dict[str, tuple[str, int]] = {
     "__half2": ("float16", 4), "half2": ("float16", 4), "__nv_bfloat162": ("bfloat16", 4),
     "char4": ("int8", 4), "uchar4": ("uint8", 4), "short2": ("int16", 4),
 }
-# names the generated Python keeps for itself: a C parameter so named gets a trailing "_"
-RESERVED = frozenset({"torch", "cdiv", "math", "self", "_dev"})
+# names the generated Python uses inside an op's functions: a C parameter so named gets a
+# trailing "_" (names the package binds per kernel step aside for the parameters instead)
+RESERVED = frozenset({"torch", "cdiv", "math", "self", "_dev", "_torch", "_driver"})
 _EXTENSIONS = {"cubin": "cubin", "fatbin": "fatbin", "ptx": "ptx"}
 
 
@@ -135,7 +136,8 @@ def _code(p: Param, size: int) -> str:
 def _python_name(name: str, i: int, taken: set[str]) -> str:
     if not name or not name.isidentifier() or name.startswith("__"):
         name = f"arg{i}"
-    while keyword.iskeyword(name) or name in RESERVED or name in taken:
+    while keyword.iskeyword(name) or name in RESERVED or \
+            unicodedata.normalize("NFKC", name) in taken:
         name += "_"
     return name
 
@@ -157,7 +159,7 @@ def _params(k: NotebookKernel, r: CompilationResult) -> tuple[ParamSpec, ...]:
                               f"{struct.calcsize('=' + code)} bytes as declared, {size} in the "
                               f"{r.arch} binary")
         name = _python_name(p.name, i, taken)
-        taken.add(name)
+        taken.add(unicodedata.normalize("NFKC", name))
         out.append(ParamSpec(name, str(p), p.kind, p.type, p.pointer, p.const, int(offset),
                              int(size), code))
     return tuple(out)
@@ -168,6 +170,9 @@ def _select(module: Module, kernels) -> list[str]:
         return list(module.kernels)
     if isinstance(kernels, str):
         kernels = [kernels]
+    if not isinstance(kernels, (list, tuple, set, frozenset)):
+        raise ExportError(f"kernels={quote(kernels, 80)}: give a kernel's name, a list of names, "
+                          f"or a dict of rules per kernel name")
     names = []
     for key in kernels:
         try:
@@ -197,6 +202,8 @@ def source_of(obj) -> tuple[Module, list[str] | None]:
 def collect(module: Module, kernels=None) -> tuple[Kernel, ...]:
     """The kernels to export (``kernels``: names in any spelling ``m[...]`` takes; default every
     kernel), each with every build of it, in the module's arch order."""
+    if not module.kernels:
+        raise ExportError(_no_kernels(module))
     python = {k.name: name for name, k in module.python_names().items()}
     files: dict[int, str] = {}            # id(result) -> its file name
     out = []
@@ -225,10 +232,15 @@ def collect(module: Module, kernels=None) -> tuple[Kernel, ...]:
     return tuple(out)
 
 
-def checked_name(name, what: str = "name") -> str:
-    """A package name: a Python identifier that is not a keyword (``scale_ops``)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) \
-            or keyword.iskeyword(name):
-        raise ExportError(f"{what}={quote(name, 80)}: a package name is a Python identifier "
-                          f"(letters, digits, '_'; not a keyword), e.g. 'scale_ops'")
-    return name
+def _no_kernels(module: Module) -> str:
+    """Why a module with no kernels exports nothing, and what to do."""
+    templates = getattr(module, "templates", ())
+    if templates:
+        hint = next((t for t in templates if "<" in t), None)
+        return (f"the cell has no kernels to export: {', '.join(templates)} "
+                f"{'is a template' if len(templates) == 1 else 'are templates'} with no instance "
+                f"in the binary; instantiate "
+                + (f"one (--instantiate \"{hint}\" on the %%cuda line)" if hint else "one")
+                + " and export again")
+    return ("the cell has no kernels to export: it declares no __global__ function (a "
+            "__device__ function cannot be launched on its own)")

@@ -15,12 +15,15 @@ capture it.
 
 from __future__ import annotations
 
+import ast
+import keyword
 import pathlib
 
-from .rules import Rules
+from .names import Names, py_comment, py_doc, py_ident
+from .rules import NAMES, Function, Rules
 from .spec import Kernel, ParamSpec
 
-__all__ = ["init_source", "schema", "mutated", "template", "TEMPLATES"]
+__all__ = ["init_source", "schema", "mutated", "template", "names", "TEMPLATES", "RESERVED"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
 # the files every export holds as they are here: standard library (and torch) only, no cuda-magic
@@ -56,9 +59,11 @@ def _inputs(k: Kernel, r: Rules) -> list[ParamSpec]:
     return [p for p in k.params if p.name not in outs]
 
 
-def schema(namespace: str, k: Kernel, r: Rules) -> str:
+def schema(namespace: str, k: Kernel, r: Rules, op: str | None = None) -> str:
     """The op's schema as ``torch.library`` infers it from the generated function
-    (``scale_ops::scale(Tensor x, float a, SymInt n) -> Tensor``)."""
+    (``scale_ops::scale(Tensor x, float a, SymInt n) -> Tensor``); ``op``: its name (default
+    the one :func:`names` gives it alone)."""
+    op = op or names([(k, r)])[0]["op"]
     written = {p.name for p in mutated(k, r)}
     args = []
     for i, p in enumerate(_inputs(k, r)):
@@ -66,7 +71,7 @@ def schema(namespace: str, k: Kernel, r: Rules) -> str:
         args.append(f"Tensor(a{i}!) {p.name}" if p.name in written else f"{t} {p.name}")
     n = len(r.outputs)
     ret = "()" if n == 0 else "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
-    return f"{namespace}::{k.name}({', '.join(args)}) -> {ret}"
+    return f"{namespace}::{op}({', '.join(args)}) -> {ret}"
 
 
 def _returns(r: Rules) -> str:
@@ -81,115 +86,27 @@ def _value(p: ParamSpec) -> str:
     return f"_driver.bf16({p.name}, {p.name!r})" if p.type == "__nv_bfloat16" else p.name
 
 
-def _kernel_block(namespace: str, k: Kernel, r: Rules) -> str:
-    n = k.name
-    builds = "".join(f"\n     _build({b.arch!r}, {b.format!r}, {b.file!r}, {b.sha256!r}),"
-                     for b in k.builds)
-    lines = [f"# -- {k.cxx}({k.signature})", "",
-             f"_K_{n} = _driver.Kernel(",
-             f"    {n!r}, {k.symbol!r}, {k.signature!r},",
-             f"    {k.struct_format!r}, {tuple(p.offset for p in k.params)!r},",
-             f"    {tuple(p.name for p in k.params)!r},",
-             f"    ({builds}\n    ))"]
-    tensors = [p for p in k.params if p.kind == "pointer"]
-    for p in tensors:
-        if p.tensor is not None:
-            lines.append(f"_{n}_{p.name} = _torch.dtype({p.tensor[0]!r})")
-    out_dtypes = {o.param: o.dtype for o in r.outputs}
-    for o in r.outputs:
-        if next(p for p in k.params if p.name == o.param).tensor is None:
-            lines.append(f"_{n}_{o.param} = _torch.dtype({o.dtype!r})")
-    lines += ["", ""]
-    for d in r.defs:
-        lines += [d, "", ""]
-    ins = ", ".join(p.name for p in _inputs(k, r))
-    if r.outputs:
-        lines.append(f"def _outputs_{n}({ins}):")
-        allocs = []
-        for o in r.outputs:
-            device = f"{o.device}.device" if o.device else "torch.device('cuda')"
-            allocs.append(f"torch.empty({o.shape}, dtype=_{n}_{o.param}, device={device})")
-        lines += [f"    return ({', '.join(allocs)},)", "", ""]
-    allp = ", ".join(p.name for p in k.params)
-    lines.append(f"def _launch_{n}({allp}):")
-    if tensors:
-        first = tensors[0]
-        lines.append(f"    _dev = {first.name}.get_device()")
-    else:
-        lines.append("    _dev = _torch.device()")
-    for i, p in enumerate(tensors):
-        checks = []
-        has_dtype = p.tensor is not None or p.name in out_dtypes
-        if has_dtype:
-            checks.append(f"{p.name}.dtype is not _{n}_{p.name}")
-        checks.append(f"not {p.name}.is_contiguous()")
-        checks.append("_dev < 0" if i == 0 else f"{p.name}.get_device() != _dev")
-        align = p.tensor[1] if p.tensor is not None else 0
-        if align:
-            checks.append(f"{p.name}.data_ptr() % {align}")
-        want = f"_{n}_{p.name}" if has_dtype else "None"
-        lines.append(f"    if {' or '.join(checks)}:")
-        lines.append(f"        raise _torch.bad(_K_{n}, {p.name!r}, {p.name}, {want}, {align}, "
-                     f"{'None' if i == 0 else '_dev'})")
-    values = ", ".join(_value(p) for p in k.params)
-    lines += [f"    _torch.launch(_K_{n}, _dev, {r.grid}, {r.block}, {r.shared}, {values})", "", ""]
-    written = tuple(p.name for p in mutated(k, r))
-    hints = ", ".join(f"{p.name}: {_hint(p)}" for p in _inputs(k, r))
-    writes = [f"writes {m}" for m in written] + [f"returns {o.param} ({o.spec})" for o in r.outputs]
-    lines += [f"@torch.library.custom_op({namespace + '::' + n!r}, mutates_args={written!r})",
-              f"def {n}({hints}) -> {_returns(r)}:",
-              f'    """{k.cxx}({k.signature}): {"; ".join(writes) or "reads only"}."""']
-    if r.outputs:
-        names = ", ".join(o.param for o in r.outputs)
-        lines += [f"    ({names},) = _outputs_{n}({ins})",
-                  f"    _launch_{n}({allp})",
-                  f"    return {names}"]
-        fake = f"_outputs_{n}({ins})" + ("" if len(r.outputs) > 1 else "[0]")
-    else:
-        lines.append(f"    _launch_{n}({allp})")
-        fake = "None"
-    lines += ["", "", f"@{n}.register_fake", f"def _{n}_fake({ins}):", f"    return {fake}", "", ""]
-    return "\n".join(lines)
+_HEAD = '''"""{doc}"""
 
-
-def init_source(namespace: str, version: str, items, cuda_magic_version: str) -> str:
-    """The generated ``__init__.py`` of package ``namespace`` for ``items`` ((Kernel, Rules)
-    pairs)."""
-    schemas = "\n".join(f"    {schema(namespace, k, r)}" for k, r in items)
-    first_k, first_r = items[0]
-    example = ", ".join(p.name for p in _inputs(first_k, first_r))
-    head = f'''"""{namespace}: kernels of a cuda-magic notebook cell, as PyTorch ops.
-
-    import torch, {namespace}
-    {namespace}.{first_k.name}({example})      # or torch.ops.{namespace}.{first_k.name}
-
-Ops:
-{schemas}
-
-Each kernel's binaries (one per arch) are in binaries/, loaded through the CUDA driver at the
-first call on each GPU; manifest.json says how each was built.  Generated by cuda-magic
-{cuda_magic_version}: running it needs PyTorch and a GPU driver, no compiler and no cuda-magic.
-"""
-
-import hashlib
+import hashlib as _hashlib
 import math  # noqa: F401  (launch rules may use it)
-import pathlib
+import pathlib as _pathlib
 
 import torch
 
 from . import _driver, _torch
 from ._torch import cdiv  # noqa: F401  (launch rules may use it)
 
-__all__ = {[k.name for k, _ in items]!r}
+__all__ = {ops!r}
 __version__ = {version!r}
-_HERE = pathlib.Path(__file__).resolve().parent
+_HERE = _pathlib.Path(__file__).resolve().parent
 # the files every export holds as they are here: standard library (and torch) only, no cuda-magic
 TEMPLATES = ("_driver.py", "_torch.py")
 
 
 def _read(file, sha256):
     data = (_HERE / "binaries" / file).read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha256:
+    if _hashlib.sha256(data).hexdigest() != sha256:
         raise _driver.CudaError(f"{{file}}: not the binary that was exported (sha256 differs); "
                                 f"reinstall {namespace}")
     return data
@@ -205,4 +122,176 @@ def _build(arch, fmt, file, sha256):
 
 
 '''
-    return head + "".join(_kernel_block(namespace, k, r) for k, r in items).rstrip() + "\n"
+
+
+def _bound(source: str) -> set[str]:
+    """The names ``source`` binds at module level."""
+    out = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
+# what the generated module binds for itself, the names rules may use, and its submodules
+RESERVED = frozenset(_bound(_HEAD.format(doc="", ops=[], version="", namespace="ns"))
+                     | NAMES | {"_driver", "_torch", "binaries"})
+
+
+def _is_reserved(name: str) -> bool:
+    return keyword.iskeyword(name) or (name.startswith("__") and name.endswith("__"))
+
+
+def names(items) -> list[dict]:
+    """Per (Kernel, Rules) of ``items``, the module-level names the package gives its op
+    (``op``: the function and the op's name) and what the op uses (``K``, ``launch``,
+    ``outputs``, ``fake``, ``dtype`` by parameter, ``rules`` by rule key, ``defs``: the name a
+    def rule keeps), none of them one the module uses for itself or a parameter's, none twice."""
+    taken = Names(RESERVED, _is_reserved)
+    out = [{"op": taken.take(py_ident(k.name))} for k, _ in items]
+    for (k, r), nm in zip(items, out):
+        nm["defs"] = {f.key: taken.take(f.name) for f in r.functions if f.name}
+    taken.reserve(*(p.name for k, _ in items for p in k.params))
+    for (k, r), nm in zip(items, out):
+        n = nm["op"]
+        nm.update(K=taken.take(f"_K_{n}"), launch=taken.take(f"_launch_{n}"),
+                  outputs=taken.take(f"_outputs_{n}"), fake=taken.take(f"_{n}_fake"))
+        nm["dtype"] = {p.name: taken.take(f"_{n}_{p.name}") for p in k.params
+                       if p.kind == "pointer"}
+        nm["rules"] = {}
+        for f in r.functions:
+            key, _, param = f.key.partition(" ")
+            nm["rules"][f.key] = taken.take(f"_{key}_{n}" + (f"_{param}" if param else ""))
+    return out
+
+
+def _call(rule, nm: dict) -> str:
+    """A rule as the Python expression the launch evaluates."""
+    if isinstance(rule, Function):
+        return f"{nm['rules'][rule.key]}({', '.join(rule.args)})"
+    return rule
+
+
+def _definition(f: Function, nm: dict) -> str:
+    """A rule function as the module holds it: ``_grid_k = lambda n: ...``, or the def (renamed
+    where its name is taken) and ``_block_k = block_rule``."""
+    alias = nm["rules"][f.key]
+    if f.name is None:
+        return f"{alias} = {f.source}"
+    name, source = nm["defs"][f.key], f.source
+    if name != f.name:
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == f.name:
+                node.name = name
+            elif isinstance(node, ast.Name) and node.id == f.name:
+                node.id = name
+        source = ast.unparse(tree)
+    return f"{source}\n\n\n{alias} = {name}"
+
+
+def _launch(k: Kernel, r: Rules, nm: dict) -> list[str]:
+    """``_launch_<op>``: each tensor checked in one line, then the launch."""
+    tensors = [p for p in k.params if p.kind == "pointer"]
+    out_dtypes = {o.param for o in r.outputs}
+    lines = [f"def {nm['launch']}({', '.join(p.name for p in k.params)}):",
+             f"    _dev = {tensors[0].name}.get_device()" if tensors else
+             "    _dev = _torch.device()"]
+    for i, p in enumerate(tensors):
+        checks = []
+        has_dtype = p.tensor is not None or p.name in out_dtypes
+        if has_dtype:
+            checks.append(f"{p.name}.dtype is not {nm['dtype'][p.name]}")
+        checks.append(f"not {p.name}.is_contiguous()")
+        checks.append("_dev < 0" if i == 0 else f"{p.name}.get_device() != _dev")
+        align = p.tensor[1] if p.tensor is not None else 0
+        if align:
+            checks.append(f"{p.name}.data_ptr() % {align}")
+        want = nm["dtype"][p.name] if has_dtype else "None"
+        lines.append(f"    if {' or '.join(checks)}:")
+        lines.append(f"        raise _torch.bad({nm['K']}, {p.name!r}, {p.name}, {want}, {align}, "
+                     f"{'None' if i == 0 else '_dev'})")
+    values = ", ".join(_value(p) for p in k.params)
+    return lines + [f"    _torch.launch({nm['K']}, _dev, {_call(r.grid, nm)}, "
+                    f"{_call(r.block, nm)}, {_call(r.shared, nm)}, {values})", "", ""]
+
+
+def _kernel_block(namespace: str, k: Kernel, r: Rules, nm: dict) -> str:
+    n = nm["op"]
+    builds = "".join(f"\n     _build({b.arch!r}, {b.format!r}, {b.file!r}, {b.sha256!r}),"
+                     for b in k.builds)
+    lines = [f"# -- {py_comment(f'{k.cxx}({k.signature})')}", "",
+             f"{nm['K']} = _driver.Kernel(",
+             f"    {k.name!r}, {k.symbol!r}, {k.signature!r},",
+             f"    {k.struct_format!r}, {tuple(p.offset for p in k.params)!r},",
+             f"    {tuple(p.name for p in k.params)!r},",
+             f"    ({builds}\n    ))"]
+    for p in k.params:
+        if p.kind == "pointer" and p.tensor is not None:
+            lines.append(f"{nm['dtype'][p.name]} = _torch.dtype({p.tensor[0]!r})")
+    for o in r.outputs:
+        if next(p for p in k.params if p.name == o.param).tensor is None:
+            lines.append(f"{nm['dtype'][o.param]} = _torch.dtype({o.dtype!r})")
+    lines += ["", ""]
+    for f in r.functions:
+        lines += [_definition(f, nm), "", ""]
+    ins = ", ".join(p.name for p in _inputs(k, r))
+    if r.outputs:
+        allocs = [f"torch.empty({_call(o.shape, nm)}, dtype={nm['dtype'][o.param]}, device="
+                  + (f"{o.device}.device)" if o.device else "torch.device('cuda'))")
+                  for o in r.outputs]
+        lines += [f"def {nm['outputs']}({ins}):", f"    return ({', '.join(allocs)},)", "", ""]
+    lines += _launch(k, r, nm)
+    allp = ", ".join(p.name for p in k.params)
+    written = tuple(p.name for p in mutated(k, r))
+    hints = ", ".join(f"{p.name}: {_hint(p)}" for p in _inputs(k, r))
+    writes = [f"writes {m}" for m in written] + [f"returns {o.param} ({o.spec})" for o in r.outputs]
+    doc = f"{k.cxx}({k.signature}): {'; '.join(writes) or 'reads only'}."
+    lines += [f"@torch.library.custom_op({namespace + '::' + n!r}, mutates_args={written!r})",
+              f"def {n}({hints}) -> {_returns(r)}:",
+              f"    {py_doc(doc)}"]
+    if r.outputs:
+        outs = ", ".join(o.param for o in r.outputs)
+        lines += [f"    ({outs},) = {nm['outputs']}({ins})", f"    {nm['launch']}({allp})",
+                  f"    return {outs}"]
+        fake = f"{nm['outputs']}({ins})" + ("" if len(r.outputs) > 1 else "[0]")
+    else:
+        lines.append(f"    {nm['launch']}({allp})")
+        fake = "None"
+    lines += ["", "", f"@{n}.register_fake", f"def {nm['fake']}({ins}):", f"    return {fake}",
+              "", ""]
+    return "\n".join(lines)
+
+
+def init_source(namespace: str, version: str, items, cuda_magic_version: str,
+                module: str | None = None) -> str:
+    """The generated ``__init__.py`` of package ``namespace`` for ``items`` ((Kernel, Rules)
+    pairs), imported as ``module`` (its directory's name; default ``namespace``)."""
+    nms = names(items)
+    schemas = "\n".join(f"    {schema(namespace, k, r, nm['op'])}" for (k, r), nm in zip(items, nms))
+    (first_k, first_r), first = items[0], nms[0]["op"]
+    example = ", ".join(p.name for p in _inputs(first_k, first_r))
+    module = module or namespace
+    imports = f"import torch, {module}" if module.isidentifier() else \
+        f"import importlib, torch; {namespace} = importlib.import_module({module!r})"
+    doc = f"""{namespace}: kernels of a cuda-magic notebook cell, as PyTorch ops.
+
+    {imports}
+    {module if module.isidentifier() else namespace}.{first}({example})      # or torch.ops.{namespace}.{first}
+
+Ops:
+{schemas}
+
+Each kernel's binaries (one per arch) are in binaries/, loaded through the CUDA driver at the
+first call on each GPU; manifest.json says how each was built.  Generated by cuda-magic
+{cuda_magic_version}: running it needs PyTorch and a GPU driver, no compiler and no cuda-magic.
+"""
+    head = _HEAD.format(doc=py_doc(doc)[3:-3], ops=[nm["op"] for nm in nms], version=version,
+                        namespace=namespace)
+    return head + "".join(_kernel_block(namespace, k, r, nm)
+                          for (k, r), nm in zip(items, nms)).rstrip() + "\n"

@@ -17,6 +17,8 @@ import hashlib
 import io
 import zipfile
 
+from .names import header_value, toml_string
+
 __all__ = ["pyproject", "wheel_bytes", "wheel_name", "REQUIRES"]
 
 REQUIRES = "torch>=2.4"          # torch.library.custom_op and register_fake
@@ -24,22 +26,24 @@ _DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def pyproject(name: str, version: str, summary: str) -> str:
+    """``pyproject.toml``: every value a TOML string (:func:`~.names.toml_string`)."""
+    t = toml_string
     return f'''[build-system]
 requires = ["setuptools>=64"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "{name}"
-version = "{version}"
-description = "{summary}"
+name = {t(name)}
+version = {t(version)}
+description = {t(header_value(summary))}
 requires-python = ">=3.9"
-dependencies = ["{REQUIRES}"]
+dependencies = [{t(REQUIRES)}]
 
 [tool.setuptools]
-packages = ["{name}"]
+packages = [{t(name)}]
 
 [tool.setuptools.package-data]
-{name} = ["manifest.json", "binaries/*"]
+{t(name)} = ["manifest.json", "binaries/*"]
 '''
 
 
@@ -48,8 +52,9 @@ def wheel_name(name: str, version: str) -> str:
 
 
 def _metadata(name: str, version: str, summary: str) -> bytes:
-    return (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n"
-            f"Requires-Python: >=3.9\nRequires-Dist: {REQUIRES}\n").encode()
+    return (f"Metadata-Version: 2.1\nName: {header_value(name)}\nVersion: {header_value(version)}\n"
+            f"Summary: {header_value(summary)}\nRequires-Python: >=3.9\n"
+            f"Requires-Dist: {REQUIRES}\n").encode()
 
 
 def _wheel_file(cuda_magic_version: str) -> bytes:

@@ -1,11 +1,12 @@
 """The arrays ``k.verify`` works with (:mod:`.verifying`): each kind's host copy and fresh copies
 (NumPy, CuPy, PyTorch, torch's bfloat16/fp8/fp4 held as their bit patterns), an array's number
-format, the inputs generated for it and the sentinel an output starts as, and device memory
-handed to a kernel one element in."""
+format, the inputs generated for it and the sentinel an output starts as, device memory
+handed to a kernel one element in, and the tile of an output one block of the launch covers."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from . import driver
 
 __all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "bits_equal", "for_reference",
            "generate", "host_copy", "kind_of", "like", "offset_view", "sentinel", "shape_of",
-           "size_of", "to_numpy", "torch_name", "torch_tensor"]
+           "size_of", "to_numpy", "torch_name", "torch_tensor", "block_tile"]
 
 # torch dtypes held on the host as their bit patterns (NumPy has no such dtype)
 TORCH_CODES = {"bfloat16": ("bfloat16", "int16", np.uint16),
@@ -229,3 +230,63 @@ def offset_view(arr: Array, host: np.ndarray):
         return DeviceView(flat, 1)
     dev = like(flat, arr.arg, arr.kind)
     return dev[1:]
+
+
+# --- the tile of an output from the launch ---------------------------------------------------
+
+def block_tile(shape, grid, block) -> tuple[int, ...] | None:
+    """The tile one block of ``grid`` x ``block`` covers in an output of ``shape`` (C order, the
+    block's x along the last axis), or None when the launch does not map onto the output that
+    way.  A 1-D launch: ``(bx,)`` over the flattened output when ``ceil(size / bx)`` is the grid
+    (one element per thread) or the output is larger than the grid (a grid-stride loop), one
+    row per block when the first axis has as many rows as the grid has blocks, ``(1,)`` for an
+    output of one element per block (partial sums: the map shows each block, a wrong last
+    block is a "tail").  An N-D launch: per axis the block's
+    extent, or a power-of-two multiple of it, the first that makes the grid's count of tiles
+    (a 32 x 32 tile of a (32, 8) block looping over rows), the block's x along the rows when
+    it fits only that way (a transpose's output); axes past z whole."""
+    shape = tuple(int(n) for n in shape)
+    size = math.prod(shape)
+    grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+    if not shape or size == 0:
+        return None
+    gx, bx = grid[0], block[0]
+    if grid[1:] == (1, 1) and block[1:] == (1, 1):
+        if len(shape) >= 2 and shape[0] == gx and gx > 1:
+            return (1, *shape[1:])
+        if size == gx and gx > 1:
+            return (1,)
+        if bx > 1 and (-(-size // bx) == gx or size > gx * bx):
+            return (bx,)
+        return None
+    tile = _tiles(shape, grid, block, (0, 1, 2))
+    if tile is None and len(shape) >= 2:       # a transpose: the block's x along the rows
+        tile = _tiles(shape, grid, block, (1, 0, 2))
+    if tile is None:                           # grid-stride loops
+        tile = _tiles(shape, grid, block, (0, 1, 2), stride=True)
+    return None if tile is None or all(t == 1 for t in tile) else tile
+
+
+def _tiles(shape, grid, block, order, stride=False) -> tuple | None:
+    """Per axis (the last first) the tile of grid/block dimension ``order[j]``."""
+    tile = []
+    for j, n in enumerate(reversed(shape)):
+        if j >= 3:
+            tile.append(n)
+            continue
+        t = _axis_tile(n, grid[order[j]], block[order[j]], stride)
+        if t is None:
+            return None
+        tile.append(t)
+    return tuple(reversed(tile))
+
+
+def _axis_tile(n: int, g: int, b: int, stride: bool) -> int | None:
+    if g == 1:
+        return n
+    t = b
+    while t <= 2 * n:          # the block's extent, or a power-of-two multiple of it
+        if -(-n // t) == g:
+            return t
+        t *= 2
+    return b if stride and n > g * b else None

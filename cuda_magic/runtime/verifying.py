@@ -18,9 +18,9 @@ import numpy as np
 from ..correctness.formats import FORMAT_TYPES
 from ..errors import ArgumentError, CudaError, VerifyError, quote
 from . import driver
-from .verify_arrays import (Array, DeviceView, array_format, bits_equal, for_reference, generate,
-                            host_copy, kind_of, like, offset_view, sentinel, shape_of, size_of,
-                            to_numpy)
+from .verify_arrays import (Array, DeviceView, array_format, bits_equal, block_tile, for_reference,
+                            generate, host_copy, kind_of, like, offset_view, sentinel, shape_of,
+                            size_of, to_numpy)
 
 __all__ = ["verify_kernel", "FORMAT_TYPES", "MODES", "block_tile", "count_param"]
 
@@ -29,66 +29,6 @@ MODES = ("given", "random", "edge")
 # The by-value int parameter that says how many elements there are, by its name.
 _COUNT = re.compile(r"(?i)^(n|num|numel|size|count|len|length|total|n_?(elem|element|item)s?|"
                     r"num_?(elem|element|item)s?)$")
-
-
-# --- the tile of an output from the launch ---------------------------------------------------
-
-def block_tile(shape, grid, block) -> tuple[int, ...] | None:
-    """The tile one block of ``grid`` x ``block`` covers in an output of ``shape`` (C order, the
-    block's x along the last axis), or None when the launch does not map onto the output that
-    way.  A 1-D launch: ``(bx,)`` over the flattened output when ``ceil(size / bx)`` is the grid
-    (one element per thread) or the output is larger than the grid (a grid-stride loop), one
-    row per block when the first axis has as many rows as the grid has blocks, ``(1,)`` for an
-    output of one element per block (partial sums: the map shows each block, a wrong last
-    block is a "tail").  An N-D launch: per axis the block's
-    extent, or a power-of-two multiple of it, the first that makes the grid's count of tiles
-    (a 32 x 32 tile of a (32, 8) block looping over rows), the block's x along the rows when
-    it fits only that way (a transpose's output); axes past z whole."""
-    shape = tuple(int(n) for n in shape)
-    size = math.prod(shape)
-    grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
-    if not shape or size == 0:
-        return None
-    gx, bx = grid[0], block[0]
-    if grid[1:] == (1, 1) and block[1:] == (1, 1):
-        if len(shape) >= 2 and shape[0] == gx and gx > 1:
-            return (1, *shape[1:])
-        if size == gx and gx > 1:
-            return (1,)
-        if bx > 1 and (-(-size // bx) == gx or size > gx * bx):
-            return (bx,)
-        return None
-    tile = _tiles(shape, grid, block, (0, 1, 2))
-    if tile is None and len(shape) >= 2:       # a transpose: the block's x along the rows
-        tile = _tiles(shape, grid, block, (1, 0, 2))
-    if tile is None:                           # grid-stride loops
-        tile = _tiles(shape, grid, block, (0, 1, 2), stride=True)
-    return None if tile is None or all(t == 1 for t in tile) else tile
-
-
-def _tiles(shape, grid, block, order, stride=False) -> tuple | None:
-    """Per axis (the last first) the tile of grid/block dimension ``order[j]``."""
-    tile = []
-    for j, n in enumerate(reversed(shape)):
-        if j >= 3:
-            tile.append(n)
-            continue
-        t = _axis_tile(n, grid[order[j]], block[order[j]], stride)
-        if t is None:
-            return None
-        tile.append(t)
-    return tuple(reversed(tile))
-
-
-def _axis_tile(n: int, g: int, b: int, stride: bool) -> int | None:
-    if g == 1:
-        return n
-    t = b
-    while t <= 2 * n:          # the block's extent, or a power-of-two multiple of it
-        if -(-n // t) == g:
-            return t
-        t *= 2
-    return b if stride and n > g * b else None
 
 
 def count_param(kernel, args) -> int | None:
@@ -118,12 +58,18 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     if len(args) != len(params):
         raise ArgumentError(f"{kernel.name}() takes {len(params)} arguments "
                             f"({', '.join(p.name for p in params)}); verify got {len(args)}")
-    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
-        raise VerifyError(f"runs={quote(runs, 40)}: the number of launches must be an int >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise VerifyError(f"seed={quote(seed, 40)}: give an int")
+    # every keyword checked before anything is copied to the GPU or launched
+    runs = _check_runs(runs)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise VerifyError(f"seed={quote(seed, 40)}: give an int >= 0")
+    if not isinstance(offset, (bool, np.bool_)):
+        raise VerifyError(f"offset={quote(offset, 40)}: True (launch once more with the inputs "
+                          f"one element past an aligned address) or False")
+    from ..correctness.check import check_tile
     from ..correctness.rules import check_params
-    check_params(ulp, rtol, atol, reduction)      # before anything is launched
+    check_params(ulp, rtol, atol, reduction)
+    tile = ({n: check_tile(t) for n, t in tile.items()} if isinstance(tile, dict)
+            else check_tile(tile))
     modes, edge_passes = _modes(inputs, kernel, args)
     names = _outputs(kernel, args, outputs)
     inplace = _inplace(inplace, names)
@@ -157,31 +103,39 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     # the reference, once
     refs = ref_launch(args, arrays, names)
 
-    # the kernel, `runs` times on the same inputs
-    first, spread, differs = None, {n: 0.0 for n in names}, {n: [] for n in names}
+    # the kernel, `runs` times on the same inputs; each later run judged as it comes (not
+    # kept: memory stays that of two runs however many there are)
+    first, spread, runs_of = None, {n: 0.0 for n in names}, {}
     for r in range(runs):
         launched = _launch_args(args, arrays)
         kernel[grid3, block3, shared_mem](*launched)
         outs = {n: launched[arrays[n].index] for n in names}
         if first is None:
-            first = (launched, outs)
+            first = outs
+            runs_of = {n: _Runs(check.one(n, outs[n], refs[n], launched)) for n in names}
             continue
         for n in names:
-            if not bits_equal(first[1][n], outs[n]):
-                differs[n].append((launched, outs[n]))
-                spread[n] = max(spread[n], _spread(first[1][n], outs[n], arrays[n]))
-    checks = []
-    for n in names:
-        c = check.one(n, first[1][n], refs[n], first[0])
-        if differs[n]:
-            c = check.nondeterministic(n, c, first[1][n], differs[n], refs[n])
-        checks.append(c)
+            if not bits_equal(first[n], outs[n]):
+                spread[n] = max(spread[n], _spread(first[n], outs[n], arrays[n]))
+                runs_of[n].add(check, n, first[n], outs[n], launched, refs[n])
+    checks = [runs_of[n].check() for n in names]
     if edge_passes:
         checks += _edge_passes(kernel, grid3, block3, shared_mem, args, arrays, names, ins,
                                ref_launch, check, offset)
-    deterministic = not any(differs.values()) if runs > 1 else None
+    deterministic = not any(runs_of[n].differ for n in names) if runs > 1 else None
     return check.verdict(checks, runs, deterministic,
                          {n: float(v) for n, v in spread.items()} if runs > 1 else None)
+
+
+def _check_runs(runs) -> int:
+    """``runs=``: an int from 1 to bench's MAX_COUNT (a typo's 10**9 would never end)."""
+    from .bench import MAX_COUNT
+    if not isinstance(runs, (int, np.integer)) or isinstance(runs, bool) or runs < 1:
+        raise VerifyError(f"runs={quote(runs, 40)}: the number of launches must be an int >= 1")
+    if runs > MAX_COUNT:
+        raise VerifyError(f"runs={quote(runs, 40)}: at most {MAX_COUNT:,} launches (two show "
+                          f"whether the kernel is deterministic; a race needs a few more)")
+    return int(runs)
 
 
 def _modes(inputs, kernel, args) -> tuple[dict, bool]:
@@ -216,9 +170,7 @@ def _outputs(kernel, args, outputs) -> list[str]:
             raise VerifyError(f"{kernel.name} has no non-const pointer parameter given an array: "
                               f"name what it writes with outputs=[...]")
         return names
-    if isinstance(outputs, str):
-        outputs = [outputs]
-    names = list(outputs)
+    names = _names(outputs, "outputs", "the parameters the kernel writes")
     if not names:
         raise VerifyError("outputs=[]: name at least one parameter the kernel writes")
     for name in names:
@@ -232,17 +184,58 @@ def _outputs(kernel, args, outputs) -> list[str]:
         if kind_of(a) is None:
             raise VerifyError(f"outputs: '{name}' was given {type(a).__name__}, not an array")
     if len(set(names)) != len(names):
-        raise VerifyError(f"outputs={names!r}: a name twice")
+        raise VerifyError(f"outputs={quote(names, 60)}: a name twice")
     return names
 
 
+def _names(value, what: str, meaning: str) -> list[str]:
+    """``outputs=`` / ``inplace=``: a name, or a list or tuple of names."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) for n in value):
+        raise VerifyError(f"{what}={quote(value, 60)}: name {meaning}: a name or a list of "
+                          f"names")
+    return list(value)
+
+
 def _inplace(inplace, names) -> set:
-    inplace = [inplace] if isinstance(inplace, str) else list(inplace or ())
+    inplace = _names(inplace or (), "inplace", "the outputs the kernel also reads")
     for name in inplace:
         if name not in names:
             raise VerifyError(f"inplace: {quote(name, 40)} is not one of the outputs "
                               f"({', '.join(names)})")
     return set(inplace)
+
+
+class _Runs:
+    """One output over the runs: run 0's check, and each later run whose bits differ judged
+    as it comes.  :meth:`check`: the first failing run's check, "nondeterministic" when the
+    runs disagree by more than the rule allows."""
+
+    def __init__(self, first):
+        self.first = self.worst = first
+        self.differ = self.beyond = False
+
+    def add(self, check, name, out0, out, launched, ref):
+        """A run whose output ``out`` differs from run 0's ``out0`` in its bits."""
+        self.differ = True
+        c = check.one(name, out, ref, launched)
+        if self.worst.passed and not c.passed:
+            self.worst = c
+        if c.passed != self.first.passed:
+            self.beyond = True
+        elif not self.beyond:
+            self.beyond = not check.between(name, out, out0)
+
+    def check(self):
+        worst = self.worst
+        if not worst.passed and self.beyond:
+            run0 = "passes" if self.first.passed else "fails"
+            return dataclasses.replace(
+                worst, category="nondeterministic",
+                reason=(f"differs between runs by more than the rule allows (run 0 {run0}); "
+                        f"{worst.reason or ''}").rstrip("; "))
+        return worst
 
 
 def _launch_args(args, arrays: dict, hosts: dict | None = None) -> list:
@@ -378,8 +371,8 @@ class _Checker:
     def tile_of(self, name, shape):
         if isinstance(self.tile, dict):
             return self.tile.get(name)
-        if self.tile is not None:
-            return tuple(self.tile) if not isinstance(self.tile, int) else (self.tile,)
+        if self.tile is not None:          # checked: a tuple of ints
+            return self.tile
         t = block_tile(shape, self.grid3, self.block3)
         if t is not None and self.arrays[name].fmt == "e2m1x2":
             t = (*t[:-1], 2 * t[-1])         # verify() counts fp4 values, two per byte
@@ -407,28 +400,10 @@ class _Checker:
             self.where = "device"
         return v.outputs[0]
 
-    def nondeterministic(self, name, c, out0, others, ref):
-        """``c`` (run 0's check) judged again with the runs that differ: the first failing run's
-        check, "nondeterministic" when the runs disagree by more than the rule allows."""
+    def between(self, name, out, out0) -> bool:
+        """Whether two runs' outputs are within the rule of each other."""
         from ..correctness import verify
-        arr = self.arrays[name]
-        worst = c
-        beyond = False
-        for launched, out in others:
-            cr = self.one(name, out, ref, launched)
-            if worst.passed and not cr.passed:
-                worst = cr
-            if cr.passed != c.passed:
-                beyond = True
-            else:
-                between = verify(out, out0, arr.dtype_arg, **self.rule, name=name)
-                beyond = beyond or not bool(between)
-        if not worst.passed and beyond:
-            return dataclasses.replace(
-                worst, category="nondeterministic",
-                reason=(f"differs between runs by more than the rule allows (run 0 "
-                        f"{'passes' if c.passed else 'fails'}); {worst.reason or ''}").rstrip("; "))
-        return worst
+        return bool(verify(out, out0, self.arrays[name].dtype_arg, **self.rule, name=name))
 
     def verdict(self, checks, runs, deterministic, spread):
         """One Verdict of every check made (the last verify()'s, its outputs replaced)."""

@@ -3,6 +3,7 @@ function on the host memory its pointers hold, so what k.verify launches, with w
 sentinels, counts and offsets, and how it judges the runs, is seen without a GPU."""
 
 import ctypes
+import re
 import struct
 
 import numpy as np
@@ -416,6 +417,105 @@ def test_count_param(emu, module):
     k = emu.kernel("scale", scale_as(ok))
     assert count_param(k, (X, X, 2.0, 1000)) == 3
     assert count_param(emu.kernel("split", lambda *a: None), (X, X, X, 10)) == 3
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(outputs=5), "outputs=5: name the parameters the kernel writes: a name or a list of names"),
+    (dict(outputs=["y", 5]), "outputs=['y', 5]"),
+    (dict(inplace=5), "inplace=5: name the outputs the kernel also reads"),
+    (dict(tile=1.5), "tile=1.5: give the tile shape"),
+    (dict(tile={"y": 1.5}), "tile=1.5: give the tile shape"),
+    (dict(tile=(0,)), "tile=(0,): give the tile shape, a tuple of ints from 1 to 2**62"),
+    (dict(seed=-1), "seed=-1: give an int >= 0"),
+    (dict(seed=1.5), "seed=1.5: give an int >= 0"),
+    (dict(runs=10 ** 9), "runs=1000000000: at most 100,000 launches"),
+    (dict(runs=10 ** 5000), "runs=<int>: at most 100,000 launches"),
+    (dict(runs=1.5), "runs=1.5: the number of launches must be an int >= 1"),
+    (dict(offset="no"), "offset='no': True"),
+    (dict(ulp=10 ** 400), "ulp=1000000"),
+    (dict(reduction=10 ** 400), "reduction=1000000"),
+])
+def test_keywords_are_checked_before_the_gpu_is_touched(emu, monkeypatch, kw, message):
+    k = emu.kernel("scale", scale_as(ok))
+    allocs, called = [], []
+    alloc = emu.fake.cuMemAlloc
+    monkeypatch.setattr(emu.fake, "cuMemAlloc", lambda n: (allocs.append(n), alloc(n))[1])
+
+    def reference(x, y, a, n):
+        called.append(1)
+        return np.float32(a) * x
+    with pytest.raises(VerifyError, match=re.escape(message)) as e:
+        k.verify(4, 256, X, np.zeros(1000, np.float32), 2.0, 1000, reference=reference, **kw)
+    assert len(str(e.value)) < 200
+    assert emu.fake.launches == 0 and allocs == [] and called == []
+
+
+def test_runs_up_to_the_cap_are_taken(emu):
+    from cuda_magic.runtime.bench import MAX_COUNT
+    assert MAX_COUNT == 100_000
+    k = emu.kernel("scale", scale_as(ok))
+    v = k.verify(4, 256, X, np.zeros(1000, np.float32), 2.0, 1000, reference=ref_scale,
+                 runs=np.int64(3), tile=np.int64(256), seed=np.int64(10 ** 18))
+    assert v.passed and v.runs == 3 and type(v.runs) is int and emu.fake.launches == 3
+
+
+def test_determinism_compares_bits(emu):
+    """NaN outputs of a deterministic kernel agree (NaN != NaN as values); -0 where another run
+    wrote +0 does not (-0 == +0 as values)."""
+    x = X.copy()
+    x[::10] = np.nan
+    k = emu.kernel("scale", scale_as(ok))
+    v = k.verify(4, 256, x, np.zeros(1000, np.float32), 2.0, 1000, reference=ref_scale,
+                 inputs="given", runs=3)
+    assert v.passed and v.deterministic is True and v.spread == {"y": 0.0}, str(v)
+    assert "3 runs, bit for bit" in str(v)
+
+    def signed_zero(x, y, a, n, i):
+        y[:] = np.float32(a) * x
+        y[::100] = np.float32(-0.0) if i % 2 else np.float32(0.0)
+    k = emu.kernel("scale", scale_as(signed_zero))
+    z = X.copy()
+    z[::100] = 0
+    v = k.verify(4, 256, z, np.zeros(1000, np.float32), 2.0, 1000, reference=ref_scale,
+                 inputs="given", runs=2)
+    assert v.passed and v.deterministic is False and v.spread == {"y": 0.0}, str(v)
+    assert "NOT bit for bit" in str(v)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_bits_equal_is_bitwise(kind):
+    from cuda_magic.runtime.verify_arrays import bits_equal
+    nan = np.array([1.0, np.nan, 3.0], np.float32)
+    zero, minus = np.array([0.0, 1.0], np.float32), np.array([-0.0, 1.0], np.float32)
+    other_nan = nan.copy()
+    other_nan.view(np.uint32)[1] ^= 1                 # another NaN payload: other bits
+    if kind == "torch":
+        import torch
+        nan, zero, minus, other_nan = (torch.from_numpy(a) for a in (nan, zero, minus, other_nan))
+    assert bits_equal(nan, nan.clone() if kind == "torch" else nan.copy())
+    assert not bits_equal(zero, minus)
+    assert not bits_equal(nan, other_nan)
+
+
+def test_many_runs_are_judged_as_they_come(emu, monkeypatch):
+    """A racy kernel's runs are not kept: each is judged when it ends, so the launch arrays
+    alive at each launch stay as many however many runs there were."""
+    import gc
+    import weakref
+    from cuda_magic.runtime import verifying
+    made, live = [], []
+    like = verifying.like
+    monkeypatch.setattr(verifying, "like", lambda *a: (r := like(*a), made.append(weakref.ref(r)))[0])
+
+    def racy(x, y, a, n, i):
+        gc.collect()
+        live.append(sum(r() is not None for r in made))
+        y[:] = np.float32(a) * x
+        y[i % 1000] += 1                              # a different element off in each run
+    k = emu.kernel("scale", scale_as(racy))
+    v = k.verify(4, 256, X, np.zeros(1000, np.float32), 2.0, 1000, reference=ref_scale, runs=12)
+    assert not v.passed and category(v) == "nondeterministic" and v.deterministic is False
+    assert len(live) == 12 and max(live[2:]) == min(live[2:]), live
 
 
 # --- on the GPU: NumPy, CuPy and PyTorch arguments, the helper process ------------------------

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import DtypeError, VerifyError, quote
-from .formats import Format, _int_distance, _origin, format_of, wide_distance
+from .formats import Format, _cupy, _int_distance, _origin, format_of, wide_distance
 from .operands import Operand, array_arg, dtype_text
 from .rules import check_params, floor_allowance, make_rule
 from .verdict import OutputCheck, Verdict
@@ -558,11 +558,14 @@ class _Tally:
             category = "tile-edge"
             reason = (f"{counts}, all on the first or last row/column of their tile (tile "
                       f"{self.tile}), in {affected} tiles")
-        elif n["special"] == bad:
+        elif n["special"] == n["bad"] > 0 and n["special"] >= bad - n["bad"]:
+            # every mismatch beyond the floor is special, and they are most: the far elements
+            # the floor fails beside them follow from them (a softmax row summed to Inf)
             parts = [f"{k} {w}" for k, w in ((n["nan"], "NaN"), (n["inf"], "Inf")) if k]
-            flushed = bad - n["nan"] - n["inf"]
+            flushed = n["bad"] - n["nan"] - n["inf"]
             parts += [f"{flushed} zero where the other side is subnormal"] if flushed > 0 else []
-            category, reason = "special", f"{counts}, all at special values: {', '.join(parts)}"
+            where = "the rest" if far else "all"
+            category, reason = "special", f"{counts}, {where} at special values: {', '.join(parts)}"
         elif self.bad_excess <= _PRECISION and not far and (affected > 1 or tile_map.size == 1):
             category = "precision"
             spread = f"spread over {affected} tiles" if affected > 1 else "in the output's one tile"

@@ -108,3 +108,38 @@ def test_the_view_shows_the_count():
     assert "rule: &lt;= 64 ULP per element, or 64 ULP of max|ref| (float32 default); 1 of 3 " \
            "elements pass only through the floor" in html(v)
     assert "y: 1 of 3 elements pass only through the floor" in text(v)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_a_row_summed_to_inf_is_special_though_the_floor_fails_its_zeros():
+    """A softmax without the max subtracted: rows whose sum overflows are NaN where exp
+    overflowed and 0 elsewhere.  The zeros are off by 2x (the floor's limit fails them), but
+    they follow from the NaNs, which are most of the mismatches: the category is "special"."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 4, (64, 32)).astype(np.float32)
+    # eight rows overflow float32's exp: 20 logits near 100 (exp is Inf: NaN), 12 near 84
+    # (finite, so 0 where the reference is exp(-12..-21): within the floor, far from 0)
+    x[:8, :20] = rng.uniform(100, 101, (8, 20))
+    x[:8, 20:] = rng.uniform(80, 88, (8, 12))
+    ref = _softmax(x.astype(np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        out = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    c = verify(out, ref, "float32", name="y")["y"]
+    nan = int(np.isnan(out).sum())
+    assert not c and c.category == "special", c.reason
+    assert c.nan_misplaced == nan and 0 < c.floor_far < nan, c.reason
+    assert f"the rest at special values: {nan} NaN" in c.reason
+
+
+def test_one_nan_beside_many_zeroed_elements_is_wrong_not_special():
+    ref = exp_ref()
+    out = ref.copy()
+    out[ref < 1] = 0
+    out[-1] = np.nan
+    c = verify(out, ref, name="y")["y"]
+    assert c.category == "wrong" and c.nan_misplaced == 1, c.reason

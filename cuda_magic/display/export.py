@@ -22,21 +22,25 @@ _MONO = "font-family: var(--jp-code-font-family, monospace)"
 
 def usage(e) -> list[str]:
     """The lines that use the export."""
-    parent = e.path.rsplit("/", 1)[0] if "/" in e.path else "."
+    parent, _, directory = e.path.rpartition("/")
     first = e.manifest["kernels"][0]
+    attr = first.get("python", first["name"])        # the name the generated file gives it
     if e.format == "cubin":
         args = ", ".join(p["name"] for p in first["params"])
+        c_args = ", ".join(first.get("c_params", [p["name"] for p in first["params"]]))
         return [f"C: #include \"{e.path}/kernel.h\"  (cc prog.c -I<cuda>/include -lcuda)",
-                f"   {e.name}_t m; {e.name}_load(&m); {e.name}_{first['name']}(&m, grid..., "
-                f"block..., 0, stream, {args});",
+                f"   {e.name}_t m; {e.name}_load(&m); {e.name}_{first.get('c', first['name'])}(&m, "
+                f"grid..., block..., 0, stream, {c_args});",
                 f"Python: sys.path.insert(0, {e.path!r}); import kernel; "
-                f"kernel.{first['name']}[grid, block]({args})"]
+                f"kernel.{attr}[grid, block]({args})"]
     outputs = first.get("op", {}).get("outputs", {})
     names = ", ".join(p["name"] for p in first["params"] if p["name"] not in outputs)
     install = [f"pip install {e.wheel}"] if e.wheel else \
-        [f"sys.path.insert(0, {parent!r})  (or copy {e.name}/ next to your code)"]
-    return install + [f"import {e.name}; {e.name}.{first['name']}({names})   "
-                      f"# torch.ops.{e.name}.{first['name']}"]
+        [f"sys.path.insert(0, {parent or '.'!r})  (or copy {directory}/ next to your code)"]
+    module = e.name if e.wheel else directory      # a torch package is imported by its folder
+    imports = f"import {module}; {module}" if module.isidentifier() else \
+        f"import importlib; {e.name} = importlib.import_module({module!r}); {e.name}"
+    return install + [f"{imports}.{attr}({names})   # torch.ops.{e.name}.{attr}"]
 
 
 def _builds(e) -> tuple[list[str], list[list[str]]]:

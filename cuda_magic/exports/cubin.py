@@ -16,10 +16,10 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-import keyword
 import re
 
-from .names import Names, c_comment, c_ident, c_reserved, c_string, py_doc, py_ident
+from .names import (Names, c_comment, c_ident, c_reserved, c_string, py_doc, py_ident,
+                    py_reserved)
 from .spec import Kernel, ParamSpec
 from .torch_package import template
 
@@ -302,7 +302,7 @@ def _loader_reserved() -> frozenset:
 def python_names(kernels) -> dict[str, str]:
     """Each kernel's attribute in ``kernel.py`` (by Python name): its Python name, with a
     trailing ``_`` where the loader uses that name itself (``Kernel``, ``ctypes``, ``len``)."""
-    taken = Names(_loader_reserved(), lambda n: keyword.iskeyword(n) or n.startswith("__"))
+    taken = Names(_loader_reserved(), py_reserved)
     return {k.name: taken.take(py_ident(k.name)) for k in kernels}
 
 

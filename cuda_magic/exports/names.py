@@ -18,7 +18,7 @@ import unicodedata
 
 from ..errors import ExportError, quote
 
-__all__ = ["Names", "py_doc", "py_comment", "py_ident", "c_comment", "c_string", "c_ident",
+__all__ = ["Names", "py_doc", "py_comment", "py_ident", "py_reserved", "c_comment", "c_string", "c_ident",
            "c_reserved", "toml_string", "header_value", "checked_version", "checked_package",
            "checked_prefix", "DTYPES"]
 
@@ -104,7 +104,8 @@ def header_value(text: str) -> str:
 class Names:
     """Identifiers handed out once each: ``take("scale")`` is ``"scale"`` unless that is taken
     (reserved, or handed out before), then ``"scale_"``, ``"scale__"``...  Python identifiers
-    are compared as Python compares them (NFKC: ``ﬁ`` is ``fi``)."""
+    are compared as Python compares them (NFKC: ``ﬁ`` is ``fi``).  ``is_reserved`` must pass
+    some name ending in ``_`` (a keyword, a macro, a dunder: none ends so)."""
 
     def __init__(self, reserved=(), is_reserved=None):
         self._taken: set[str] = set()
@@ -123,13 +124,22 @@ class Names:
 
     def take(self, want: str) -> str:
         name = want
-        while self.taken(name):
+        while self.taken(name) and len(name) < len(want) + 8:
             name += "_"
+        n = 2
+        while self.taken(name):              # a predicate no trailing "_" gets past
+            name, n = f"{want}_{n}_", n + 1
         self.reserve(name)
         return name
 
 
 PY_KEYWORDS = frozenset(keyword.kwlist)
+_DUNDER = re.compile(r"__[A-Za-z0-9]\w*[A-Za-z0-9]__|__[A-Za-z0-9]__")
+
+
+def py_reserved(name: str) -> bool:
+    """Whether Python means something of its own by ``name``: a keyword or a ``__dunder__``."""
+    return keyword.iskeyword(name) or bool(_DUNDER.fullmatch(name))
 
 
 def py_ident(name: str) -> str:
@@ -164,7 +174,10 @@ def c_reserved(name: str) -> bool:
     """Whether a C name may mean something else in a header that includes ``cuda.h``: a
     keyword, a macro (``NULL``, ``linux``, ``CUDA_VERSION``, ``INT32_MAX``: capitals with an
     ``_``), the driver API's own names (``CU...``, ``cu...``), a name reserved to the
-    implementation (``_X``, ``__x``) or a ``..._t`` type."""
+    implementation (``_X``, ``__x``) or a ``..._t`` type.  A name ending in ``_`` is none of
+    these."""
+    if name.endswith("_"):          # no header name ends so: a trailing "_" gets past them
+        return False
     return name in C_KEYWORDS or name in _C_MACROS or bool(_C_PATTERN.fullmatch(name)) \
         or name.startswith("__")
 

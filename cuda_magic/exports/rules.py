@@ -260,10 +260,6 @@ def _function(fn, where: str, params: set[str], key: str) -> Function:
     if unknown:
         raise ExportError(f"{where}: {fn.__name__} takes {', '.join(unknown)}, which the kernel "
                           f"has no parameter of; its parameters are {', '.join(sorted(params))}")
-    free = sorted(_names(node) - set(names) - NAMES)
-    if free:
-        raise ExportError(f"{where}: {fn.__name__} uses {', '.join(free)} from the notebook, which "
-                          f"the package cannot see; write the value in or pass it as a parameter")
     for sub in ast.walk(node):
         bad = f"the attribute {sub.attr}" if isinstance(sub, ast.Attribute) and \
             sub.attr.startswith("_") else "import" if isinstance(sub, (ast.Import, ast.ImportFrom)) \
@@ -272,6 +268,15 @@ def _function(fn, where: str, params: set[str], key: str) -> Function:
             raise ExportError(f"{where}: {fn.__name__} uses {bad}; a rule computes from the "
                               f"kernel's parameters with cdiv, math, torch and the builtins "
                               f"{', '.join(sorted(BUILTINS))}")
+    free = sorted(_names(node) - set(names) - NAMES)
+    calls = [n for n in free if hasattr(builtins, n)]
+    if calls:
+        raise ExportError(f"{where}: {fn.__name__} uses {', '.join(calls)}, which a rule cannot "
+                          f"call; it computes with cdiv, math, torch and the builtins "
+                          f"{', '.join(sorted(BUILTINS))}")
+    if free:
+        raise ExportError(f"{where}: {fn.__name__} uses {', '.join(free)} from the notebook, which "
+                          f"the package cannot see; write the value in or pass it as a parameter")
     return Function(key, text, None if isinstance(node, ast.Lambda) else node.name, tuple(names))
 
 

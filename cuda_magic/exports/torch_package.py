@@ -16,10 +16,9 @@ capture it.
 from __future__ import annotations
 
 import ast
-import keyword
 import pathlib
 
-from .names import Names, py_comment, py_doc, py_ident
+from .names import Names, py_comment, py_doc, py_ident, py_reserved
 from .rules import NAMES, Function, Rules
 from .spec import Kernel, ParamSpec
 
@@ -143,16 +142,12 @@ RESERVED = frozenset(_bound(_HEAD.format(doc="", ops=[], version="", namespace="
                      | NAMES | {"_driver", "_torch", "binaries"})
 
 
-def _is_reserved(name: str) -> bool:
-    return keyword.iskeyword(name) or (name.startswith("__") and name.endswith("__"))
-
-
 def names(items) -> list[dict]:
     """Per (Kernel, Rules) of ``items``, the module-level names the package gives its op
     (``op``: the function and the op's name) and what the op uses (``K``, ``launch``,
     ``outputs``, ``fake``, ``dtype`` by parameter, ``rules`` by rule key, ``defs``: the name a
     def rule keeps), none of them one the module uses for itself or a parameter's, none twice."""
-    taken = Names(RESERVED, _is_reserved)
+    taken = Names(RESERVED, py_reserved)
     out = [{"op": taken.take(py_ident(k.name))} for k, _ in items]
     for (k, r), nm in zip(items, out):
         nm["defs"] = {f.key: taken.take(f.name) for f in r.functions if f.name}

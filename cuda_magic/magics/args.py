@@ -158,8 +158,12 @@ def export_line(namespace, line: str) -> tuple:
     if m is None:
         raise UsageError("write %cuda_export OBJECT FORMAT PATH [KEY=EXPR ...], e.g. "
                          "%cuda_export m torch ops/scale_ops grid=\"cdiv(n, 256)\" block=256")
+    try:
+        path = shlex.split(m[3])[0] if m[3][0] in "\"'" else m[3]
+    except (ValueError, IndexError):          # shlex: no closing quote
+        raise UsageError(f"PATH {quote(m[3], 80)}: no closing quote; write PATH in matching "
+                         f"quotes, e.g. %cuda_export m cubin 'out/my kernels'") from None
     obj = evaluate(namespace, "OBJECT", m[1])
-    path = shlex.split(m[3])[0] if m[3][0] in "\"'" else m[3]
     options = {}
     if m[4].strip():
         _EXPORTS += 1

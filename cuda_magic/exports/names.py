@@ -143,12 +143,10 @@ def py_reserved(name: str) -> bool:
 
 
 def py_ident(name: str) -> str:
-    """``name`` as a Python identifier: itself when it is one and no keyword (``pass`` ->
-    ``pass_``; ``1k`` -> ``k_1k``)."""
+    """``name`` as a Python identifier: itself when it is one (``1k`` -> ``k_1k``; a keyword is
+    for :func:`py_reserved` to turn away)."""
     name = re.sub(r"\W", "_", name) or "k"
-    if not name.isidentifier():
-        name = "k_" + name
-    return name + "_" if keyword.iskeyword(name) else name
+    return name if name.isidentifier() else "k_" + name
 
 
 # C and C++ keywords (C23, C++20 and the alternative tokens), so a header compiles as either

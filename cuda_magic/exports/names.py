@@ -133,7 +133,6 @@ class Names:
         return name
 
 
-PY_KEYWORDS = frozenset(keyword.kwlist)
 _DUNDER = re.compile(r"__[A-Za-z0-9]\w*[A-Za-z0-9]__|__[A-Za-z0-9]__")
 
 
@@ -205,13 +204,14 @@ def checked_version(v) -> str:
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# what the generated package imports, and torch's own op namespaces (torch.ops.<name>)
+# what the generated package imports (and cuda-magic, which the notebook does), and torch's own
+# op namespaces (torch.ops.<name>)
 _IMPORTED = frozenset({"torch", "ctypes", "re", "struct", "sys", "threading", "hashlib", "math",
-                       "pathlib"})
+                       "pathlib", "cuda_magic"})
 _TORCH_NAMESPACES = frozenset({
     "aten", "prim", "prims", "debugprims", "rngprims", "higher_order", "inductor", "quantized",
     "mkl", "mkldnn", "onednn", "profiler", "export", "debug_mode_ops", "load_library",
-    "loaded_libraries", "import_module", "cuda_magic"})
+    "loaded_libraries", "import_module"})
 
 
 # NAME_t types of the headers kernel.h includes (glibc, stdint.h, stddef.h, cuda.h)
@@ -247,10 +247,10 @@ def checked_prefix(name, what: str = "name") -> str:
 def checked_package(name, what: str = "name") -> str:
     """A package name: an ASCII identifier that is no keyword, shadows no standard-library
     module or module the package imports, and is no op namespace torch keeps."""
-    name = checked_prefix(name, what)
+    name = _identifier(name, what)
     if name in _IMPORTED or name in sys.stdlib_module_names:
-        raise ExportError(f"{what}={name!r}: a package of that name would shadow the "
-                          f"{'standard library' if name != 'torch' else 'PyTorch'} module "
+        kind = "standard-library module" if name in sys.stdlib_module_names else "module"
+        raise ExportError(f"{what}={name!r}: a package of that name would shadow the {kind} "
                           f"{name!r}, which the package itself imports or your code may; "
                           f"choose another, e.g. '{name}_ops'")
     if name in _TORCH_NAMESPACES:

@@ -458,7 +458,7 @@ def test_the_torch_package_works_with_every_generated_name(generated_names, tmp_
 
 @pytest.mark.parametrize("fmt", ["torch", "wheel"])
 def test_package_names_that_shadow_a_module_are_refused(fmt, saxpy, tmp_path):
-    for name in ("torch", "ctypes", "math", "struct", "prim", "aten", "json", "pathlib",
+    for name in ("torch", "ctypes", "math", "struct", "prim", "aten", "json", "pathlib", "cuda_magic",
                  "hashlib", *sorted(n for n in sys.stdlib_module_names if n.isidentifier())):
         with pytest.raises(ExportError, match=rf"^name='{name}': "):
             export(saxpy, fmt, tmp_path / "pkg", name=name, grid=1, block=1)

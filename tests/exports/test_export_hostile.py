@@ -663,3 +663,39 @@ def test_keyword_kernel_names_get_python_names(tmp_path):
     for f in (tmp_path / "kx" / "kernel.py", tmp_path / "kw_ops" / "__init__.py"):
         compile(f.read_text(), str(f), "exec")
     assert all(not keyword.iskeyword(k["python"]) for k in t.manifest["kernels"])
+
+
+@pytest.mark.gpu
+def test_kernels_and_parameters_named_like_generated_names_run_on_the_gpu(tmp_path):
+    """On the GPU: an op named cdiv (beside rules that call cdiv), one named Kernel with a
+    parameter named _torch, and kernel.py's Kernel_ give the kernels' results."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+    m = build('extern "C" __global__ void cdiv(float* y, int n, int stream) {\n'
+              '    int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = i + stream; }\n'
+              'extern "C" __global__ void Kernel(float* y, int n, int _torch) {\n'
+              '    int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2 * i + _torch; }\n',
+              {})
+    name = f"gpu_names_{tmp_path.name[-12:].replace('-', '_')}"
+    e = export(m, "torch", tmp_path / name, grid="cdiv(n, 256)", block=256)
+    c = export(m, "cubin", tmp_path / "kx")
+    assert [k["python"] for k in e.manifest["kernels"]] == ["cdiv_", "Kernel"]
+    sys.path.insert(0, str(tmp_path))
+    try:
+        pkg = __import__(name)
+        y = torch.zeros(1000, device="cuda")
+        pkg.cdiv_(y, 1000, 5)
+        assert torch.equal(y, torch.arange(1000, device="cuda", dtype=torch.float32) + 5)
+        pkg.Kernel(y, 1000, 3)
+        assert torch.equal(y, 2 * torch.arange(1000, device="cuda", dtype=torch.float32) + 3)
+        spec = importlib.util.spec_from_file_location(f"{name}_loader", f"{c.path}/kernel.py")
+        loader = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loader)
+        loader.Kernel_[4, 256](y, 1000, 7)
+        loader.cdiv[4, 256](y, 10, 1)
+        torch.cuda.synchronize()
+        want = 2 * torch.arange(1000, device="cuda", dtype=torch.float32) + 7
+        want[:10] = torch.arange(10, device="cuda", dtype=torch.float32) + 1
+        assert torch.equal(y, want)
+    finally:
+        sys.path.remove(str(tmp_path))

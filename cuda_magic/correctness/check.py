@@ -326,12 +326,22 @@ def _compare(xp, fmt: Format | None, rule, o, r, mode: str) -> _Compared:
 
 def _far(xp, fmt: Format, ov, rv):
     """Per element, whether ``ov`` is off from ``rv`` by a factor of 2 or more (either way, a
-    zero against a non-zero, the other sign), and not both below the format's smallest normal
-    (a flushed subnormal)."""
+    zero against a non-zero, the other sign), and not both in the format's flush band
+    (:func:`_flush_band`)."""
     ao, ar = xp.abs(ov), xp.abs(rv)
     with np.errstate(invalid="ignore", over="ignore"):
         off = (ao >= 2 * ar) | (ar >= 2 * ao) | ((ov > 0) & (rv < 0)) | ((ov < 0) & (rv > 0))
-    return off & (xp.maximum(ao, ar) >= fmt.tiny)
+    return off & (xp.maximum(ao, ar) >= _flush_band(fmt))
+
+
+def _flush_band(fmt: Format) -> float:
+    """Below this, a result may be flushed: a subnormal; for float32 also the 24 binades of
+    normals above it (below 2**-102), where a subnormal operand flushed to zero (``--ftz=true``,
+    ``--use_fast_math``: the hardware flushes float32 operands) takes a product to zero or to
+    another value wholly.  The narrow formats are stored, not computed in: no band."""
+    if fmt.name == "float32":
+        return fmt.tiny * 2.0 ** (fmt.mbits + 1)
+    return fmt.tiny
 
 
 def _keys(xp, fmt: Format | None, a, mode: str):

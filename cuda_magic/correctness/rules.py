@@ -39,7 +39,8 @@ Give at most one kind of rule to ``verify`` (``ulp=`` with ``reduction=``, or ``
   most 1% of the output (rounded up: one element of a small output); when there are more,
   they fail -- an output wrong in its small elements (every value below 1 written as 0 beside
   values up to 1e8) is not a cancellation.  A subnormal flushed to zero does not count (its
-  error is below the format's smallest normal).  ``reduction=K`` and ``atol=`` have no such
+  error is below the format's smallest normal), nor, for float32, a result below 2**-102 (24
+  binades above the smallest normal) where an FTZ build flushed a subnormal operand.  ``reduction=K`` and ``atol=`` have no such
   limit: they say the error is absolute.
 
 Whatever the rule: a NaN must be NaN where the reference is NaN, an infinity the same infinity;

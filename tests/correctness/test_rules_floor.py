@@ -143,3 +143,23 @@ def test_one_nan_beside_many_zeroed_elements_is_wrong_not_special():
     out[-1] = np.nan
     c = verify(out, ref, name="y")["y"]
     assert c.category == "wrong" and c.nan_misplaced == 1, c.reason
+
+
+def test_an_ftz_product_of_a_subnormal_operand_is_not_far():
+    """A fast-math (FTZ) ``y = a * x`` on edge inputs: x subnormal is flushed, so y is 0 where
+    the float64 reference is a small normal (2 * FLT_MIN).  Those zeros are the flush, not a
+    wrong magnitude: below 2**-102 a float32 result does not count as far."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(0, 1, 1000).astype(np.float32)
+    tiny = np.finfo(np.float32).tiny
+    x[:100] = np.float32(tiny) * rng.uniform(0.1, 0.99, 100).astype(np.float32)   # subnormal
+    a = 4.0
+    ref = a * x.astype(np.float64)
+    out = np.where(np.abs(x) < tiny, np.float32(0), (np.float32(a) * x))
+    v = verify(out, ref, "float32", name="y")
+    assert v, str(v)
+    assert v["y"].floor_far == 0 and v["y"].floor_passed == 100, str(v)
+    # above the band the same zeros are far: a wrong magnitude
+    big = np.where(np.arange(1000) < 100, np.float32(0), out)
+    ref2 = np.where(np.arange(1000) < 100, 1e-30, ref)
+    assert not verify(big, ref2, "float32", name="y")

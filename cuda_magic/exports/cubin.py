@@ -18,8 +18,8 @@ import builtins
 import functools
 import re
 
-from .names import (Names, c_comment, c_ident, c_reserved, c_string, py_doc, py_ident,
-                    py_reserved)
+from .names import (Names, bound_names, c_comment, c_ident, c_reserved, c_string, py_doc,
+                    py_ident, py_reserved)
 from .spec import Kernel, ParamSpec
 from .torch_package import template
 
@@ -285,18 +285,9 @@ def _build(arch, fmt, file, sha256):
 @functools.cache
 def _loader_reserved() -> frozenset:
     """What ``kernel.py`` binds at module level for itself, and the builtins its code calls."""
-    tree = ast.parse(_driver_body() + _TAIL)
-    out = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    out |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(dir(builtins))
-    return frozenset(out)
+    source = _driver_body() + _TAIL
+    used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    return frozenset(bound_names(source) | (used & set(dir(builtins))))
 
 
 def python_names(kernels) -> dict[str, str]:

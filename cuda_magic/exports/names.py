@@ -11,6 +11,7 @@ file uses for itself.  Also here: which package names and versions an export tak
 
 from __future__ import annotations
 
+import ast
 import keyword
 import re
 import sys
@@ -18,9 +19,9 @@ import unicodedata
 
 from ..errors import ExportError, quote
 
-__all__ = ["Names", "py_doc", "py_comment", "py_ident", "py_reserved", "c_comment", "c_string", "c_ident",
-           "c_reserved", "toml_string", "header_value", "checked_version", "checked_package",
-           "checked_prefix", "DTYPES"]
+__all__ = ["Names", "bound_names", "py_doc", "py_comment", "py_ident", "py_reserved", "c_comment",
+           "c_string", "c_ident", "c_reserved", "toml_string", "header_value", "checked_version",
+           "checked_package", "checked_prefix", "DTYPES"]
 
 
 # -- text ---------------------------------------------------------------------------------------
@@ -100,6 +101,21 @@ def header_value(text: str) -> str:
 
 
 # -- names --------------------------------------------------------------------------------------
+
+def bound_names(source: str) -> set[str]:
+    """The names Python ``source`` binds at module level (definitions, imports, assignments)."""
+    out = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
 
 class Names:
     """Identifiers handed out once each: ``take("scale")`` is ``"scale"`` unless that is taken

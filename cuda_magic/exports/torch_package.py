@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-from .names import Names, py_comment, py_doc, py_ident, py_reserved
+from .names import Names, bound_names, py_comment, py_doc, py_ident, py_reserved
 from .rules import NAMES, Function, Rules
 from .spec import Kernel, ParamSpec
 
@@ -123,22 +123,8 @@ def _build(arch, fmt, file, sha256):
 '''
 
 
-def _bound(source: str) -> set[str]:
-    """The names ``source`` binds at module level."""
-    out = set()
-    for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return out
-
-
 # what the generated module binds for itself, the names rules may use, and its submodules
-RESERVED = frozenset(_bound(_HEAD.format(doc="", ops=[], version="", namespace="ns"))
+RESERVED = frozenset(bound_names(_HEAD.format(doc="", ops=[], version="", namespace="ns"))
                      | NAMES | {"_driver", "_torch", "binaries"})
 
 

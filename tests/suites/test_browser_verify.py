@@ -5,7 +5,8 @@ One notebook, run once for the module, NumPy only (no GPU): a passing output che
 runs, an output wrong in its last (partial) tile column beside a bfloat16 output that passes,
 and a large output wrong on the first row of its tiles (a tile grid wider than the map draws).
 Screenshots go to $CUDA_MAGIC_ARTIFACTS, else tests/.artifacts/: verify_pass.png,
-verify_tail.png, verify_tile_edge.png, and verify_tail_dark.png (the JupyterLab Dark theme).
+verify_tail.png, verify_tile_edge.png, verify_floor.png (an output wrong in its small elements,
+which the floor's limit fails) and verify_tail_dark.png (the JupyterLab Dark theme).
 """
 
 import json
@@ -46,7 +47,14 @@ c = ref.copy()
 c[::16, :1024] += 1
 VerdictView(verify(c, ref, tile=(16, 16), name="c"))"""
 
-CELLS = {"pass": PASS, "tail": TAIL, "tile_edge": EDGE}
+# exp(-20..20) with every element below 1 written as 0: within the floor (D ULPs of max|ref|),
+# but off by 2x in half the output: the floor's limit fails them, and the view says so
+FLOOR = """\
+ref = np.exp(np.linspace(-20, 20, 1000)).astype(np.float32)
+z = np.where(ref < 1, np.float32(0), ref)
+VerdictView(verify(z, ref, name="z"))"""
+
+CELLS = {"pass": PASS, "tail": TAIL, "tile_edge": EDGE, "floor": FLOOR}
 
 
 # what one verdict's output shows: its text, the badges' colours, the boxes of the table, the
@@ -167,3 +175,10 @@ def test_the_svg_text_follows_the_theme(shown):
     assert _luminance(light["maps"][0]["textFill"]) < 0.3
     assert _luminance(dark["maps"][0]["textFill"]) > 0.7
     assert dark["text"] == light["text"]
+
+
+def test_the_floor_s_limit_is_said(shown):
+    text = shown["floor"]["text"]
+    assert "FAIL" in text and "wrong" in text, text
+    assert "off by a factor of 2 or more, which the floor passes in at most 1% of the elements" \
+        in text, text

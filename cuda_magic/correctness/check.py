@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import DtypeError, VerifyError, quote
 from .formats import Format, _cupy, _int_distance, _origin, format_of, wide_distance
 from .operands import Operand, array_arg, dtype_text
-from .rules import check_params, floor_allowance, make_rule
+from .rules import check_params, floor_allowance, make_rule, off_by_2x
 from .verdict import OutputCheck, Verdict
 
 __all__ = ["verify", "check_tile", "CHUNK", "MAX_TILE"]
@@ -319,29 +319,9 @@ def _compare(xp, fmt: Format | None, rule, o, r, mode: str) -> _Compared:
     far = None
     if floor_only is not None:
         floor_only = floor_only & finite
-        far = floor_only & _far(xp, fmt, ov, rv)
+        far = floor_only & off_by_2x(xp, fmt, ov, rv)
     return _Compared(dist, err, ref_abs, excess, ov, rv, nan_bad, inf_bad, zero_sign, flush,
                      floor_only, far)
-
-
-def _far(xp, fmt: Format, ov, rv):
-    """Per element, whether ``ov`` is off from ``rv`` by a factor of 2 or more (either way, a
-    zero against a non-zero, the other sign), and not both in the format's flush band
-    (:func:`_flush_band`)."""
-    ao, ar = xp.abs(ov), xp.abs(rv)
-    with np.errstate(invalid="ignore", over="ignore"):
-        off = (ao >= 2 * ar) | (ar >= 2 * ao) | ((ov > 0) & (rv < 0)) | ((ov < 0) & (rv > 0))
-    return off & (xp.maximum(ao, ar) >= _flush_band(fmt))
-
-
-def _flush_band(fmt: Format) -> float:
-    """Below this, a result may be flushed: a subnormal; for float32 also the 24 binades of
-    normals above it (below 2**-102), where a subnormal operand flushed to zero (``--ftz=true``,
-    ``--use_fast_math``: the hardware flushes float32 operands) takes a product to zero or to
-    another value wholly.  The narrow formats are stored, not computed in: no band."""
-    if fmt.name == "float32":
-        return fmt.tiny * 2.0 ** (fmt.mbits + 1)
-    return fmt.tiny
 
 
 def _keys(xp, fmt: Format | None, a, mode: str):

@@ -552,8 +552,7 @@ def _floats(values) -> np.ndarray:
     DtypeError naming ``values`` for what holds none (text, a ragged list, an int too large
     for a float)."""
     if _origin(values) in ("torch", "cupy"):
-        v = values_of(values)[1]
-        return v.get() if _origin(v) == "cupy" else v
+        return _to(np, values_of(values)[1])
     try:
         v = np.asarray(values)
         if _format_name(v.dtype):
@@ -575,8 +574,7 @@ def from_bits(codes_, dtype) -> np.ndarray:
     if f is None:
         raise DtypeError(f"dtype={_shown(dtype)!r}: an integer dtype has no bit patterns to read")
     if _origin(codes_) in ("torch", "cupy"):
-        a = array_of(codes_)[1]
-        a = a.get() if _origin(a) == "cupy" else a
+        a = _to(np, array_of(codes_)[1])
     else:
         try:
             a = np.asarray(codes_)

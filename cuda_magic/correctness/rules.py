@@ -61,7 +61,7 @@ from ..errors import VerifyError, quote
 from .formats import Format
 
 __all__ = ["Rule", "DEFAULT_ULP", "WIDER_ULP", "FLOOR_ONE_IN", "default_ulp", "floor_allowance",
-           "check_params", "make_rule"]
+           "off_by_2x", "flush_band", "check_params", "make_rule"]
 
 # D per format, reference in the output's own format (the table above)
 DEFAULT_ULP = {"float64": 64, "float32": 64, "float16": 4, "bfloat16": 2,
@@ -79,6 +79,26 @@ def floor_allowance(size: int) -> int:
     """How many of ``size`` elements the default's floor may pass while they are off by a
     factor of 2 or more: 1%, rounded up."""
     return -(-int(size) // FLOOR_ONE_IN)
+
+
+def off_by_2x(xp, fmt: Format, ov, rv):
+    """Per element, whether ``ov`` is off from ``rv`` by a factor of 2 or more (either way, a
+    zero against a non-zero, the other sign), and not both in the format's flush band
+    (:func:`flush_band`)."""
+    ao, ar = xp.abs(ov), xp.abs(rv)
+    with np.errstate(invalid="ignore", over="ignore"):
+        off = (ao >= 2 * ar) | (ar >= 2 * ao) | ((ov > 0) & (rv < 0)) | ((ov < 0) & (rv > 0))
+    return off & (xp.maximum(ao, ar) >= flush_band(fmt))
+
+
+def flush_band(fmt: Format) -> float:
+    """Below this, a result may be flushed: a subnormal; for float32 also the 24 binades of
+    normals above it (below 2**-102), where a subnormal operand flushed to zero (``--ftz=true``,
+    ``--use_fast_math``: the hardware flushes float32 operands) takes a product to zero or to
+    another value wholly.  The narrow formats are stored, not computed in: no band."""
+    if fmt.name == "float32":
+        return fmt.tiny * 2.0 ** (fmt.mbits + 1)
+    return fmt.tiny
 
 
 def default_ulp(fmt: Format, wider: bool = False) -> float:

@@ -117,10 +117,6 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _version(v) -> str:
-    return checked_version(v)
-
-
 def export(obj, format: str, path, *, name: str | None = None, kernels=None, grid=None,
            block=None, shared=None, outputs=None, version: str = "0.1.0",
            overwrite: bool = False) -> Exported:
@@ -153,7 +149,7 @@ def export(obj, format: str, path, *, name: str | None = None, kernels=None, gri
         raise ExportError(f"path: a directory (str or path), not {quote(path, 80)}")
     path = pathlib.Path(path).expanduser().absolute()
     name = _name_from(path, name, fmt)
-    version = _version(version)
+    version = checked_version(version)
     if kernels is not None and not isinstance(kernels, (str, list, tuple, dict)):
         raise ExportError(f"kernels={quote(kernels, 80)}: give a kernel's name, a list of names, "
                           f"or a dict of rules per kernel name")

@@ -21,7 +21,7 @@ from ..errors import ExportError, quote
 
 __all__ = ["Names", "bound_names", "py_doc", "py_comment", "py_ident", "py_reserved", "c_comment",
            "c_string", "c_ident", "c_reserved", "toml_string", "header_value", "checked_version",
-           "checked_package", "checked_prefix", "DTYPES"]
+           "checked_package", "checked_prefix"]
 
 
 # -- text ---------------------------------------------------------------------------------------
@@ -273,10 +273,3 @@ def checked_package(name, what: str = "name") -> str:
         raise ExportError(f"{what}={name!r}: torch keeps torch.ops.{name} for itself, so the "
                           f"package's ops cannot go there; choose another, e.g. '{name}_ops'")
     return name
-
-
-# torch dtype names an output may be given (``("like x", "float16")``)
-DTYPES = ("float32", "float64", "float16", "bfloat16", "bool", "int8", "uint8", "int16",
-          "uint16", "int32", "uint32", "int64", "uint64", "float8_e4m3fn", "float8_e5m2",
-          "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "complex32", "complex64",
-          "complex128")

@@ -28,8 +28,7 @@ import tokenize
 from dataclasses import dataclass
 
 from ..errors import ExportError, quote
-from .names import DTYPES
-from .spec import Kernel, ParamSpec
+from .spec import DTYPES, Kernel, ParamSpec
 
 __all__ = ["Rules", "Output", "Function", "rules_for", "NAMES", "BUILTINS"]
 

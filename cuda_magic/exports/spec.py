@@ -20,7 +20,7 @@ from ..errors import ExportError, NoKernelError, quote
 from ..runtime import Kernel as NotebookKernel
 from ..runtime.types import Param
 
-__all__ = ["Build", "Kernel", "ParamSpec", "collect", "TORCH_DTYPES"]
+__all__ = ["Build", "Kernel", "ParamSpec", "collect", "TORCH_DTYPES", "DTYPES"]
 
 # pointee type -> (torch dtype name, alignment in bytes beyond the element's own, or 0)
 TORCH_DTYPES: dict[str, tuple[str, int]] = {
@@ -38,6 +38,11 @@ TORCH_DTYPES: dict[str, tuple[str, int]] = {
     "__half2": ("float16", 4), "half2": ("float16", 4), "__nv_bfloat162": ("bfloat16", 4),
     "char4": ("int8", 4), "uchar4": ("uint8", 4), "short2": ("int16", 4),
 }
+# torch dtype names an output may be given (``("like x", "float16")``)
+DTYPES = ("float32", "float64", "float16", "bfloat16", "bool", "int8", "uint8", "int16",
+          "uint16", "int32", "uint32", "int64", "uint64", "float8_e4m3fn", "float8_e5m2",
+          "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "complex32", "complex64",
+          "complex128")
 # names the generated Python uses inside an op's functions: a C parameter so named gets a
 # trailing "_" (names the package binds per kernel step aside for the parameters instead)
 RESERVED = frozenset({"torch", "cdiv", "math", "self", "_dev", "_torch", "_driver"})

@@ -284,3 +284,19 @@ def expect(locator):
     """playwright's expect (imported here so that this module imports without playwright)."""
     from playwright.sync_api import expect as _expect
     return _expect(locator)
+
+
+def shown_outputs(page, selector: str, names, prefix: str, shown_js: str) -> dict:
+    """The first output of each code cell that holds ``selector``, in order, one per name of
+    ``names``: each screenshot to ``<prefix>_<name>.png`` under :func:`artifacts_dir`, and what
+    ``shown_js`` (a function of the output element) reads from it, by name."""
+    areas = page.locator(".jp-CodeCell").filter(has=page.locator(selector))
+    expect(areas).to_have_count(len(names), timeout=30_000)
+    page.wait_for_timeout(300)
+    out = {}
+    for i, name in enumerate(names):
+        output = areas.nth(i).locator(".jp-OutputArea-output").first
+        output.scroll_into_view_if_needed()
+        output.screenshot(path=artifacts_dir() / f"{prefix}_{name}.png", timeout=15_000)
+        out[name] = output.evaluate(shown_js)
+    return out

@@ -53,19 +53,10 @@ def shown(tmp_path_factory):
     root = tmp_path_factory.mktemp("errors")
     (root / "errors.ipynb").write_text(json.dumps(bu.notebook(
         ["%load_ext cuda_magic", *CELLS.values()])))
-    out = {}
     with bu.lab_server(root) as (base, token), bu.browser_page(width=1400, height=1000) as page:
         bu.open_notebook(page, base, token, "errors.ipynb", timeout=60)
         bu.run_all(page, timeout=240)
-        areas = page.locator(".jp-CodeCell").filter(has=page.locator(".cuda-magic"))
-        bu.expect(areas).to_have_count(len(CELLS), timeout=30_000)
-        page.wait_for_timeout(300)
-        for i, name in enumerate(CELLS):
-            output = areas.nth(i).locator(".jp-OutputArea-output").first
-            output.scroll_into_view_if_needed()
-            output.screenshot(path=bu.artifacts_dir() / f"error_{name}.png", timeout=15_000)
-            out[name] = output.evaluate(_SHOWN)
-    return out
+        return bu.shown_outputs(page, ".cuda-magic", CELLS, "error", _SHOWN)
 
 
 def test_the_arch_an_instruction_needs_is_said_before_ptxas_s_lines(shown):

@@ -43,18 +43,11 @@ def shown(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     (root / "export.ipynb").write_text(json.dumps(bu.notebook(
         ["%load_ext cuda_magic", CELL, *CELLS.values()])))
-    out = {}
     with bu.lab_server(root) as (base, token), bu.browser_page(width=1400, height=1000) as page:
         bu.open_notebook(page, base, token, "export.ipynb", timeout=60)
         bu.run_all(page, timeout=150)
+        out = bu.shown_outputs(page, ".cuda-magic-export", CELLS, "export", _SHOWN)
         areas = page.locator(".jp-CodeCell").filter(has=page.locator(".cuda-magic-export"))
-        bu.expect(areas).to_have_count(len(CELLS), timeout=30_000)
-        page.wait_for_timeout(300)
-        for i, name in enumerate(CELLS):
-            output = areas.nth(i).locator(".jp-OutputArea-output").first
-            output.scroll_into_view_if_needed()
-            output.screenshot(path=bu.artifacts_dir() / f"export_{name}.png", timeout=15_000)
-            out[name] = output.evaluate(_SHOWN)
         page.set_viewport_size({"width": 700, "height": 1000})
         page.wait_for_timeout(500)
         output = areas.nth(0).locator(".jp-OutputArea-output").first

@@ -97,18 +97,11 @@ def shown(tmp_path_factory):
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("verify")
     (root / "verify.ipynb").write_text(json.dumps(bu.notebook([SETUP, *CELLS.values()])))
-    out = {}
     with bu.lab_server(root) as (base, token), bu.browser_page(width=1400, height=1000) as page:
         bu.open_notebook(page, base, token, "verify.ipynb", timeout=60)
         bu.run_all(page, timeout=150)
+        out = bu.shown_outputs(page, ".cuda-magic-verify", CELLS, "verify", _SHOWN)
         areas = page.locator(".jp-CodeCell").filter(has=page.locator(".cuda-magic-verify"))
-        bu.expect(areas).to_have_count(len(CELLS), timeout=30_000)
-        page.wait_for_timeout(300)
-        for i, name in enumerate(CELLS):
-            output = areas.nth(i).locator(".jp-OutputArea-output").first
-            output.scroll_into_view_if_needed()
-            output.screenshot(path=bu.artifacts_dir() / f"verify_{name}.png", timeout=15_000)
-            out[name] = output.evaluate(_SHOWN)
         page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "
                       "{theme: 'JupyterLab Dark'})")
         page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'",

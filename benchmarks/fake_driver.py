@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import time
 
 import numpy as np
 
@@ -22,6 +23,7 @@ class CUresult(enum.IntEnum):
     CUDA_SUCCESS = 0
     CUDA_ERROR_INVALID_VALUE = 1
     CUDA_ERROR_INVALID_CONTEXT = 201
+    CUDA_ERROR_NOT_READY = 600
     CUDA_ERROR_ILLEGAL_ADDRESS = 700
 
 
@@ -37,12 +39,18 @@ class FakeDriver:
     class CUfunction_attribute:
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
+    class CUevent_flags:
+        CU_EVENT_DISABLE_TIMING = 2
+
     def __init__(self):
         self.layouts: dict[str, list] = {}     # symbol -> [(offset, size)]
         self.kernels: dict[int, str] = {}      # handle -> symbol
         self.memory: dict[int, ctypes.Array] = {}
         self.launches = 0
         self.on_launch = None                  # f(symbol, dims, params address) -> error code
+        self.busy_until = 0.0                  # time.monotonic() until which the GPU is busy
+        self.queries = 0                       # cuStreamQuery/cuEventQuery calls
+        self.blocked = 0                       # blocking waits called while the GPU was busy
 
     def register(self, kernel) -> None:
         self.layouts[kernel.symbol] = natural_layout(kernel.params)
@@ -66,10 +74,38 @@ class FakeDriver:
     def cuCtxSetCurrent(self, ctx):
         return (CUresult(0),)
 
-    def cuCtxSynchronize(self):
+    # waiting: work is "running" until busy_until (inf: a hang); a blocking wait called while
+    # it runs is counted (the runtime must poll) and returns at once
+    def _busy(self) -> bool:
+        return time.monotonic() < self.busy_until
+
+    def _blocking(self):
+        self.blocked += self._busy()
         return (CUresult(0),)
 
+    def cuCtxSynchronize(self):
+        return self._blocking()
+
     def cuStreamSynchronize(self, stream):
+        return self._blocking()
+
+    def cuStreamQuery(self, stream):
+        self.queries += 1
+        return (CUresult.CUDA_ERROR_NOT_READY if self._busy() else CUresult(0),)
+
+    def cuEventQuery(self, event):
+        return self.cuStreamQuery(0)
+
+    def cuEventCreate(self, flags):
+        return (CUresult(0), _Handle(0xE000))
+
+    def cuEventRecord(self, event, stream):
+        return (CUresult(0),)
+
+    def cuEventSynchronize(self, event):
+        return self._blocking()
+
+    def cuEventDestroy(self, event):
         return (CUresult(0),)
 
     def cuGetErrorString(self, err):
@@ -192,7 +228,7 @@ class TimingDriver(_CountingDriver):
         return _OK
 
     def cuEventSynchronize(self, event):
-        return _OK
+        return self._blocking()
 
     def cuEventDestroy(self, event):
         return _OK

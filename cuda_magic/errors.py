@@ -17,7 +17,7 @@ __all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "Too
            "NoKernelError", "KernelKeyError", "InstanceError", "BinaryFormatError", "OccupancyError",
            "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
            "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "VerifyError", "SweepError",
-           "TuneError", "TuneRunError", "RunError", "ExportError"]
+           "TuneError", "TuneRunError", "RunError", "ExportError", "KernelHangError"]
 
 
 class Error(Exception):
@@ -428,6 +428,20 @@ class CudaError(Error, RuntimeError):
 
 class NoGPUError(CudaError):
     """Launching needs an NVIDIA GPU and driver, and there is none."""
+
+
+class KernelHangError(Error, RuntimeError):
+    """A kernel ran past the launch time limit, or Ctrl-C stopped the wait for it.
+
+    ``kernel`` its name, ``grid``/``block`` its dimensions, ``seconds`` how long it had run,
+    ``diagnosis`` where its warps waited (a ``runtime.hang.Diagnosis``; None if none could be
+    read, ``why_not`` then says why), ``interrupted`` whether Ctrl-C ended the wait."""
+
+    def __init__(self, message: str, *, kernel: str = "", grid=(), block=(), seconds: float = 0.0,
+                 diagnosis=None, why_not: str = "", interrupted: bool = False):
+        super().__init__(message)
+        self.kernel, self.grid, self.block, self.seconds = kernel, tuple(grid), tuple(block), seconds
+        self.diagnosis, self.why_not, self.interrupted = diagnosis, why_not, interrupted
 
 
 class ProfilerPermissionError(Error, PermissionError):

@@ -58,19 +58,25 @@ class Setting:
 
 # ---- how values are checked ---------------------------------------------------------------
 
-def _seconds(value, where: str) -> float | None:
-    """Seconds > 0, or None (``None``, ``0``, ``""``, ``"none"``, ``"off"``: no limit)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in _OFF):
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: the compile time limit is a number of seconds (or None for "
-                          f"no limit), not {value!r}", "timeout") from None
-    if not seconds >= 0 or seconds == float("inf"):      # NaN, negative, inf
-        raise ConfigError(f"{where}: the compile time limit must be a positive number of seconds "
-                          f"(or None for no limit), not {value!r}", "timeout")
-    return seconds or None
+def _limit(what: str) -> Callable[[Any, str], float | None]:
+    """The check of a time limit in seconds: a number > 0, or None (``None``, ``0``, ``""``,
+    ``"none"``, ``"off"``: no limit); ``what`` names it in the error."""
+    def check(value, where: str) -> float | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() in _OFF):
+            return None
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: the {what} is a number of seconds (or None for no "
+                              f"limit), not {value!r}", "timeout") from None
+        if not seconds >= 0 or seconds == float("inf"):      # NaN, negative, inf
+            raise ConfigError(f"{where}: the {what} must be a positive number of seconds (or "
+                              f"None for no limit), not {value!r}", "timeout")
+        return seconds or None
+    return check
+
+
+_seconds = _limit("compile time limit")
 
 
 def count(value, where: str, type_error: type[Exception] = ConfigError) -> int:
@@ -138,6 +144,12 @@ TABLE: dict[str, Setting] = {s.name: s for s in (
     Setting("compile_timeout", "CUDA_MAGIC_COMPILE_TIMEOUT", None, _seconds, doc=
             "Give up a compile after this many seconds (None, 0 or 'none': no limit).  nvcc's "
             "processes are killed; an NVRTC compile is abandoned.  Setter: set_compile_timeout."),
+    Setting("launch_timeout", "CUDA_MAGIC_LAUNCH_TIMEOUT", 60.0, _limit("launch time limit"),
+            doc="A kernel still running after this many seconds is a hang: the wait that sees "
+            "it raises KernelHangError (which lists where the warps wait, read with cuda-gdb), "
+            "and a launch that returned at once (CuPy, PyTorch, streams) is reported by the "
+            "watchdog (None, 0 or 'none': no limit; Ctrl-C works either way).  Setter: "
+            "set_launch_timeout; %config CudaMagics.launch_timeout."),
     Setting("pch", "CUDA_MAGIC_PCH", True, _switch, doc=
             "Use NVRTC precompiled headers for cells that start with heavy #includes "
             "(0, off, false or no: never)."),

@@ -66,6 +66,8 @@ TOOLS: dict[str, Tool] = {
     "ncu": Tool("install Nsight Compute or put it on PATH", path_first=True),
     "compute-sanitizer": Tool("install the CUDA toolkit's compute-sanitizer or put it on PATH",
                               path_first=True),
+    "cuda-gdb": Tool("install the CUDA toolkit's debugger (the cuda-gdb package of your CUDA "
+                     "version) or put it on PATH"),
 }
 _OTHER = Tool("put it on PATH or set CUDA_HOME to a CUDA toolkit")
 _ENV = ("PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")     # what a found path depends on

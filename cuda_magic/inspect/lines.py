@@ -36,7 +36,7 @@ from ..compile.compiler import CompilationResult, compile_resolved
 from . import disasm
 from .disasm import CLASSES, _cached, cubin, machine_code, opcode_class, pick
 
-__all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "short_path",
+__all__ = ["LineCost", "KernelLines", "lines", "parse_life_ranges", "short_path", "Placed", "placed",
            "LINE_INFO_FLAGS", "METRICS", "prefetch"]
 
 LINE_INFO_FLAGS = ("-lineinfo", "--generate-line-info", "-G", "--device-debug")
@@ -55,6 +55,7 @@ class _Instr:
     text: str          # the instruction without predicate and counts, e.g. "STL [R1+0x23c], R18"
     counts: dict       # {"GPR": 10, "UGPR": 3}
     spill: bool
+    pred: str = ""     # its predicate, e.g. "@!P0"
 
 
 def parse_life_ranges(text: str) -> dict[str, list[_Instr]]:
@@ -82,7 +83,8 @@ def parse_life_ranges(text: str) -> dict[str, list[_Instr]]:
         cells = [x.strip() for x in m.group(5).split("|")]
         counts = {col: int(v) if v.isdigit() else 0 for col, v in zip(columns, cells)}
         out[name].append(_Instr(int(m.group(1), 16), m.group(3).strip(), counts,
-                                bool(m.group(4) and _SPILL.search(m.group(4)))))
+                                bool(m.group(4) and _SPILL.search(m.group(4))),
+                                (m.group(2) or "").strip()))
     return out
 
 
@@ -340,6 +342,73 @@ def lines(result: CompilationResult, kernel: str | None = None):
     nvdisasm run per build, made the first time it is asked for (cached on the result)."""
     return pick(result, _cached(result, "lines", lambda: _table(result)), kernel, "kernel",
                 "in this build; kernels")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One SASS instruction of the binary that runs, placed on its source line."""
+    address: int            # offset from the kernel's first instruction
+    pred: str               # its predicate ("@!P0") or ""
+    text: str               # the instruction, e.g. "BAR.SYNC.DEFER_BLOCKING 0x0"
+    file: str               # "cell.cu", a header's short path, or "" (no line known)
+    line: int | None        # the innermost cell line of its inline chain, else its own
+    target: int | None = None   # a branch's target address
+
+
+_LABEL = re.compile(r"^(\.L_x_\d+):")
+_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
+
+
+def _labels(plr: str, kernel: str) -> dict[str, int]:
+    """Label -> the address of the instruction after it, in ``kernel``'s section of a listing."""
+    out, waiting, inside = {}, [], False
+    for row in plr.splitlines():
+        m = _SECTION.match(row)
+        if m:
+            inside = m.group(1) == kernel
+            continue
+        if not inside:
+            continue
+        m = _LABEL.match(row)
+        if m:
+            waiting.append(m.group(1))
+            continue
+        m = _INSTR.match(row)
+        if m and waiting:
+            for label in waiting:
+                out[label] = int(m.group(1), 16)
+            waiting = []
+    return out
+
+
+def placed(result: CompilationResult, kernel: str) -> tuple[tuple[Placed, ...], str]:
+    """Each instruction of ``kernel`` (its symbol) in the binary that runs, with its source
+    line, and where the lines come from (the per-line table's note: the running binary, or an
+    inspection build with ``-lineinfo`` added and whether its machine code is the same; lines
+    are left out where it is not).  What the hang diagnosis maps warps' PCs with."""
+    def make():
+        running = machine_code(result)
+        seen = inspection_build(result)
+        elf, running_elf = cubin(seen), cubin(running)
+        if running_elf is None:
+            raise ValueError(f"no cubin to read in the {running.format} build for {running.arch}")
+        same = seen is running or (elf is not None and _binary.kernel_code(elf).get(kernel)
+                                   == _binary.kernel_code(running_elf).get(kernel))
+        plr = disasm.life_ranges(running, running_elf)
+        instrs, labels = parse_life_ranges(plr).get(kernel, []), _labels(plr, kernel)
+        chains = _binary.inline_table(elf).get(kernel, []) if same and elf else []
+        out = []
+        for i in instrs:
+            chain = _binary.chain_of(chains, i.address) if chains else None
+            at = next((c for c in chain if c[0] == "cell.cu"), chain[0]) if chain else ("", None)
+            t = _TARGET.search(i.text)
+            out.append(Placed(i.address, i.pred, i.text, short_path(at[0]) if at[0] else "",
+                              at[1], labels.get(t.group(1)) if t else None))
+        note = ("the running binary's line table" if seen is running else
+                "an inspection build with -lineinfo added (the same machine code)" if same else
+                "no lines: the inspection build with -lineinfo has other machine code")
+        return tuple(out), note
+    return _cached(result, f"placed:{kernel}", make)
 
 
 def _prefetch(results) -> None:

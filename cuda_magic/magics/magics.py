@@ -13,7 +13,7 @@ import sys
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Dict, TraitError, Unicode, default, observe, validate
+from traitlets import Bool, Dict, Float, TraitError, Unicode, default, observe, validate
 
 from .. import cell as _cell
 from .. import settings
@@ -47,6 +47,9 @@ class CudaMagics(Magics):
     static_sass = Bool(help="Also put the start of each kernel's SASS into the HTML saved "
                                    "with the notebook (for nbconvert); runs nvdisasm for every "
                                    "cell instead of when the SASS tab is opened.").tag(config=True)
+    launch_timeout = Float(None, allow_none=True,
+                           help="Seconds a kernel may run before it counts as hung "
+                                "(KernelHangError; None or 0: no limit).").tag(config=True)
 
     @validate("defaults")
     def _valid_defaults(self, proposal):
@@ -71,6 +74,22 @@ class CudaMagics(Magics):
     @default("static_sass")
     def _static_sass_default(self):     # settings.static_sass ($CUDA_MAGIC_STATIC_SASS)
         return settings.static_sass
+
+    @default("launch_timeout")
+    def _launch_timeout_default(self):  # settings.launch_timeout ($CUDA_MAGIC_LAUNCH_TIMEOUT)
+        return settings.launch_timeout
+
+    @validate("launch_timeout")
+    def _valid_launch_timeout(self, proposal):
+        try:
+            settings.TABLE["launch_timeout"].check(proposal["value"], "launch_timeout")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    @observe("launch_timeout")
+    def _launch_timeout_changed(self, change):
+        settings.put("launch_timeout", change["new"], by="%config CudaMagics.launch_timeout")
 
     @observe("static_sass")
     def _static_sass_changed(self, change):

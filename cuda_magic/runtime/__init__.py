@@ -5,7 +5,8 @@ Only this layer needs a driver, and only when a kernel is loaded or launched.
 
 from ..errors import ArgumentError, ArgumentRangeError, BenchError, CudaError, HistoryError, NoGPUError
 from .bench import Timing
-from .driver import driver_version, lost, synchronize
+from .driver import driver_version, lost
+from .hang.waiting import set_launch_timeout, synchronize
 from .bench_history import History, clear_history, history
 from .kernel import Kernel
 from .peaks import device_info
@@ -14,7 +15,7 @@ from .worker import isolate
 
 # what cuda_magic exports from here (its errors are in errors.py; Param, Scalar, SCALARS,
 # canonical_type, driver_version: import them from here)
-__all__ = ["Kernel", "isolate", "lost", "synchronize", "Timing", "History", "history",
+__all__ = ["Kernel", "isolate", "lost", "synchronize", "set_launch_timeout", "Timing", "History", "history",
            "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools", "tma",
            "TensorMap"]
 

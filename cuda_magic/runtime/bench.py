@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..errors import BenchError, quote
 from . import driver
+from .hang import waiting
 from .staging import release
 from .driver import NoGPUError, api, check
 from .peaks import Clocks, Device, clocks_after, device_info, flop_type, nvml_reader, read_clock
@@ -199,7 +200,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
         params = packer.pack(args, staged)
         launch = _launcher(drv, kernel, handle, dims, shared, params, attrs)
         # what made the arguments (CuPy, PyTorch, on any stream) is finished before timing
-        check(drv.cuCtxSynchronize(), f"waiting for the GPU before timing {kernel.name}")
+        waiting.everything(None, f"waiting for the GPU before timing {kernel.name}")
         if graph:
             if s in (0, 1, 2):          # the legacy and per-thread default streams cannot capture
                 s = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING),
@@ -211,7 +212,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                 err = launch(s)
                 if err != 0:
                     check((err,), what)
-        warmed = _warm(drv, step, s, warmup, event)
+        warmed = _warm(drv, step, s, warmup, event, lambda: waiting.Launch.of(kernel, dims))
         scratch = _scratch(dev, info) if flush else None
         reader = nvml_reader(dev)
         before = None if isinstance(reader, str) else read_clock(reader)
@@ -236,22 +237,27 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
             finally:
                 if held is not None:
                     _release(gate, held)
-        check(drv.cuEventSynchronize(pairs[-1][1]), f"running {kernel.name}")
+        for _, end in pairs:     # each launch within the launch time limit (polled waits)
+            waiting.event(end, waiting.Launch.of(kernel, dims), f"running {kernel.name}")
         clocks = clocks_after(reader, before)
         per = graph or 1
         samples = tuple(float(check(drv.cuEventElapsedTime(a, z), "cuEventElapsedTime")) / per
                         for a, z in pairs)
     finally:
-        try:
-            drv.cuCtxSynchronize()      # nothing the GPU still uses is freed below
-        except Exception:
-            pass
-        for e in events:
-            drv.cuEventDestroy(e)
-        for destroy, h in reversed(owned):
-            destroy(h)
-        if staged:
-            release(staged, stream, copy_back=False)
+        # nothing the GPU still uses is freed; once CUDA here is lost (a fault, a hang) nothing
+        # is freed at all: after a hang, freeing would wait for the kernel
+        if driver.lost() is None:
+            try:
+                waiting.everything()
+            except Exception:
+                pass
+        if driver.lost() is None:
+            for e in events:
+                drv.cuEventDestroy(e)
+            for destroy, h in reversed(owned):
+                destroy(h)
+            if staged:
+                release(staged, stream, copy_back=False)
     if attrs is not None:
         said = [f"cluster={'x'.join(map(str, attrs[0]))}" if attrs[0] is not None else "",
                 "cooperative" if attrs[1] else "", "pdl" if attrs[2] else ""]
@@ -305,13 +311,13 @@ def _capture(drv, launch, s, n: int, what: str, owned: list):
     return step
 
 
-def _warm(drv, step, s, warmup: int | None, event) -> int:
+def _warm(drv, step, s, warmup: int | None, event, launch) -> int:
     """Run ``warmup`` steps, or (None) batches doubling in size until about WARMUP_MS of GPU
     time or WARMUP_MAX steps; returns the number run."""
     if warmup is not None:
         for _ in range(warmup):
             step()
-        check(drv.cuStreamSynchronize(s), "warming up")
+        waiting.stream(s, launch(), "warming up")
         return warmup
     start, end = event(), event()
     done, batch, total = 0, 1, 0.0
@@ -320,7 +326,7 @@ def _warm(drv, step, s, warmup: int | None, event) -> int:
         for _ in range(batch):
             step()
         check(drv.cuEventRecord(end, s), "cuEventRecord")
-        check(drv.cuEventSynchronize(end), "warming up")
+        waiting.event(end, launch(), "warming up")
         total += float(check(drv.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
         done += batch
         batch = min(batch * 2, WARMUP_MAX - done)

@@ -10,6 +10,7 @@ from .. import settings
 from ..compile.compiler import CompilationResult
 from . import device_print, driver, launch_attrs, worker
 from .launch_attrs import flag
+from .hang import waiting, watchdog
 from .launch_form import launch_form
 from .args import ArgumentError
 from .packer import Packer
@@ -17,7 +18,7 @@ from .staging import release
 from . import bench as _bench, bench_history
 from .bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
 from .driver import CudaError, api, check
-from ..errors import quote
+from ..errors import KernelHangError, quote
 from .types import Param
 
 __all__ = ["Kernel"]
@@ -209,7 +210,8 @@ class Kernel:
         return launcher
 
     def launch(self, grid, block, args: Sequence = (), shared_mem: int = 0, stream=None, *,
-               cluster=None, cooperative: bool = False, pdl: bool = False) -> None:
+               cluster=None, cooperative: bool = False, pdl: bool = False,
+               isolate: bool = False) -> None:
         """Launch with keywords: ``k.launch(grid=(64,), block=256, args=(x, y, 2.0, n))``.
 
         Launch attributes (``cuLaunchKernelEx``, :mod:`cuda_magic.runtime.launch_attrs`):
@@ -217,7 +219,14 @@ class Kernel:
         most 16 blocks, 8 portable); ``cooperative=True`` a cooperative launch (grid-wide
         ``cg::this_grid().sync()``; the grid must fit on the GPU at once); ``pdl=True``
         programmatic dependent launch (the kernel may start before the previous one on the
-        stream ends; ``cudaGridDependencySynchronize`` / ``griddepcontrol.wait`` waits)."""
+        stream ends; ``cudaGridDependencySynchronize`` / ``griddepcontrol.wait`` waits).
+        ``isolate=True``: this launch runs in the helper process (NumPy arguments), as under
+        ``cuda_magic.isolate(True)``: if the kernel hangs or faults, only the helper ends."""
+        if flag(isolate, "isolate", self.name):
+            dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative,
+                                                   pdl)
+            self.require_arch()
+            return worker.call(self, "run", dims, shared, tuple(args), attrs)
         if cluster is None and cooperative is False and pdl is False:
             self[grid, block, shared_mem, stream](*args)
             return
@@ -257,36 +266,51 @@ class Kernel:
         if shared > self._max_dynamic:
             self._allow_shared(b[1], shared)
         staged: list = []
+        launch = None
         try:
             params = b[2].pack(args, staged)
+            if staged or self.printf:
+                launch = waiting.Launch.of(self, dims)
             if attrs is not None:
                 def run():
                     launch_attrs.launch_ex(self, dims, shared, stream, params, *attrs)
                     if self.printf:
-                        check(api().cuCtxSynchronize(), f"running {self.name}")
+                        self._printed(stream, launch)
                 if self.printf:
                     device_print.captured(run, getattr(self.result, "source", ""))
                 else:
                     run()
             elif self.printf:
-                device_print.captured(lambda: self._launch(b[1], dims, shared, stream, params, True),
-                          getattr(self.result, "source", ""))
+                device_print.captured(lambda: self._launch(b[1], dims, shared, stream, params, True,
+                                                           launch=launch),
+                                      getattr(self.result, "source", ""))
             else:
                 err = b[3](b[1], *dims, shared, stream, params, 0)[0]
                 if err != 0:
                     self._launch(b[1], dims, shared, stream, params, False, err)
+        except KernelHangError:
+            raise                      # staged memory stays: freeing it would wait for the kernel
         except BaseException:
             if staged:
                 release(staged, stream, copy_back=False)
             raise
         if staged:
             try:
-                release(staged, stream, copy_back=True)
+                release(staged, stream, copy_back=True, launch=launch)
             except CudaError as exc:   # the kernel faulted: offer the k.check(...) that finds where
                 from .tools import add_check_hint
                 raise add_check_hint(exc, self, dims, shared)
+        elif not self.printf and stream not in watchdog.WATCH:
+            watchdog.arm(stream, self, dims)     # it returned at once: watch for a hang
 
-    def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0) -> None:
+    def _printed(self, stream: int, launch) -> None:
+        """Wait for a printf kernel (polled), then synchronise once so the driver flushes what
+        it printed."""
+        waiting.stream(stream, launch, f"running {self.name}")
+        check(api().cuCtxSynchronize(), f"running {self.name}")
+
+    def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0,
+                launch=None) -> None:
         launch = api().cuLaunchKernel
         if not err:
             err = launch(handle, *dims, shared, stream, params, 0)[0]
@@ -297,7 +321,7 @@ class Kernel:
             check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
                           f"shared_mem={shared}]")
         if sync:
-            check(api().cuCtxSynchronize(), f"running {self.name}")
+            self._printed(stream, launch)
 
     def allow_shared(self, shared: int) -> None:
         """Bind the kernel and raise its dynamic shared memory limit to ``shared`` bytes if it
@@ -563,6 +587,7 @@ def _fast_launcher(bound) -> tuple:
     # the plan's last call (Packer.launcher_call), settings.plan_launch: "auto" CuPy's
     # launchKernel where CuPy is loaded already (driver.int_launch), "bindings" cuda.bindings'
     ints = driver.int_launch() if settings.plan_launch == "auto" else None
+    packer.scope.update(WATCH=watchdog.WATCH, watch=watchdog.arm_launcher)   # hangs: watched
     packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call), ints)
     get = getattr(api(), "cuKernelGetFunction", None)   # in the current context: a little faster
     if get is not None:

@@ -3,7 +3,9 @@ passed its check, and after the launch copied back (non-const pointees) and free
 
 from __future__ import annotations
 
+from ..errors import KernelHangError
 from .driver import api, check
+from .hang import waiting
 
 __all__ = ["stage", "release"]
 
@@ -20,16 +22,29 @@ def stage(staged: list, args: list, params) -> None:
         args[i] = entry[0]
 
 
-def release(staged: list, stream, copy_back: bool) -> None:
-    """Copy written NumPy arrays back (after the stream finished) and free their device memory."""
+def release(staged: list, stream, copy_back: bool, launch=None) -> None:
+    """Copy written NumPy arrays back (after the stream finished: a polled wait, see
+    :mod:`.hang.waiting`, for ``launch``) and free their device memory.  After a hang the
+    memory is left as it is: freeing it would wait for the kernel."""
     drv = api()
+    if copy_back:
+        try:
+            waiting.stream(stream, launch)
+        except KernelHangError:
+            raise
+        except BaseException:
+            _free(drv, staged)
+            raise
     try:
         if copy_back:
-            check(drv.cuStreamSynchronize(stream), "waiting for the kernel")
             for ptr, a, writes, _ in staged:
                 if writes and ptr:
                     check(drv.cuMemcpyDtoH(a.ctypes.data, ptr, a.nbytes), "copying results back")
     finally:
-        for ptr, _, _, _ in staged:
-            if ptr:
-                drv.cuMemFree(ptr)
+        _free(drv, staged)
+
+
+def _free(drv, staged: list) -> None:
+    for ptr, _, _, _ in staged:
+        if ptr:
+            drv.cuMemFree(ptr)

@@ -18,6 +18,7 @@ import numpy as np
 from ..correctness.formats import FORMAT_TYPES
 from ..errors import ArgumentError, CudaError, VerifyError, quote
 from . import driver
+from .hang import waiting
 from .verify_arrays import (Array, DeviceView, array_format, bits_equal, block_tile, for_reference,
                             generate, host_copy, kind_of, like, offset_view, sentinel, shape_of,
                             size_of, to_numpy)
@@ -108,7 +109,7 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     first, spread, runs_of = None, {n: 0.0 for n in names}, {}
     for r in range(runs):
         launched = _launch_args(args, arrays)
-        kernel[grid3, block3, shared_mem](*launched)
+        _run(kernel, grid3, block3, shared_mem, launched)
         outs = {n: launched[arrays[n].index] for n in names}
         if first is None:
             first = outs
@@ -125,6 +126,13 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     deterministic = not any(runs_of[n].differ for n in names) if runs > 1 else None
     return check.verdict(checks, runs, deterministic,
                          {n: float(v) for n, v in spread.items()} if runs > 1 else None)
+
+
+def _run(kernel, grid3, block3, shared_mem, launched) -> None:
+    """One launch of the kernel, waited for (polled: Ctrl-C works, a hang is KernelHangError)
+    before its outputs are read."""
+    kernel[grid3, block3, shared_mem](*launched)
+    waiting.stream(0, waiting.Launch.of(kernel, grid3 + block3), f"running {kernel.name}")
 
 
 def _check_runs(runs) -> int:
@@ -475,7 +483,7 @@ def _expected(arr: Array, ref, how: str | None, upto: int) -> np.ndarray:
 def _count_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ref_launch, check, i,
                 n, short) -> list:
     launched = _launch_args(_with(args, {i: short}), arrays)
-    kernel[grid3, block3, shared_mem](*launched)
+    _run(kernel, grid3, block3, shared_mem, launched)
     hosts = {}
     for name, arr in arrays.items():
         how = _sized(arr.host, n)
@@ -507,7 +515,7 @@ def _offset_pass(kernel, grid3, block3, shared_mem, args, arrays, names, ins, re
     label = ", ".join(shifted)
     failed = None
     try:
-        kernel[grid3, block3, shared_mem](*launched)
+        _run(kernel, grid3, block3, shared_mem, launched)
     except CudaError as exc:      # e.g. CUDA_ERROR_MISALIGNED_ADDRESS: a finding, reported
         failed = exc
     finally:

@@ -14,15 +14,19 @@ The helper's side is :mod:`.worker_main`.
 from __future__ import annotations
 
 import atexit
+import select
 import subprocess
 import sys
 import threading
+import time
 
+from .. import settings
 from . import driver
 from .args import ArgumentError, ArgumentRangeError
 from .driver import CudaError, NoGPUError
-from ..errors import BenchError, OccupancyError
+from ..errors import BenchError, KernelHangError, OccupancyError
 from .helper import encoding, transport
+from .hang import waiting
 from .helper.program import Entry, Program
 
 __all__ = ["isolate", "call", "stop", "message", "MODULE"]
@@ -32,8 +36,9 @@ MODULE = "cuda_magic.runtime.worker_main"
 _lock = threading.Lock()
 _state: dict = {"proc": None}
 _ERRORS = {c.__name__: c for c in (ArgumentError, ArgumentRangeError, CudaError, NoGPUError,
-                                   BenchError, OccupancyError, TypeError, ValueError,
-                                   OverflowError)}
+                                   BenchError, OccupancyError, KernelHangError, TypeError,
+                                   ValueError, OverflowError)}
+GRACE = 30.0        # seconds past the launch time limit before the notebook stops waiting itself
 
 
 def isolate(on: bool = True) -> None:
@@ -99,7 +104,29 @@ def message(kernel, op: str, *payload) -> tuple:
     r = kernel.result
     program = Program.of(r, {kernel.name: Entry(kernel.symbol, kernel.params, kernel.printf)},
                          key=r.key)
-    return (op, program, kernel.name, payload)
+    return (op, program, kernel.name, payload, settings.launch_timeout)
+
+
+def _wait(proc, kernel, dims) -> None:
+    """Wait for the helper's answer, polled: on Ctrl-C, or well past the launch time limit
+    (the helper's own waits report a hang at the limit; this is the backstop), read where the
+    helper's warps wait, end the helper (which frees the GPU) and raise KernelHangError."""
+    fd = proc.stdout.fileno()
+    launch = waiting.Launch(kernel, tuple(dims), time.monotonic(), proc.pid)
+    try:
+        while not select.select([fd], [], [], 0.05)[0]:
+            limit = settings.launch_timeout
+            if limit is not None and time.monotonic() - launch.started > 2 * limit + GRACE:
+                raise _ended(launch, interrupted=False)
+    except KeyboardInterrupt:
+        raise _ended(launch, interrupted=True) from None
+
+
+def _ended(launch, interrupted: bool) -> KernelHangError:
+    exc = waiting.hung(launch, time.monotonic() - launch.started, interrupted=interrupted,
+                       helper=True)
+    stop()
+    return exc
 
 
 def call(kernel, op: str, *payload):
@@ -111,6 +138,7 @@ def call(kernel, op: str, *payload):
         proc = _start()
         try:
             transport.send(proc.stdin.fileno(), sent)
+            _wait(proc, kernel, payload[0] if op in ("run", "bench") else ())
             status, value = transport.recv(proc.stdout.fileno())
         except (EOFError, OSError) as exc:
             stop()
@@ -129,5 +157,6 @@ def call(kernel, op: str, *payload):
         sys.stdout.write(out)
     if sticky:
         stop()
-        message_ += (" [in the helper process, which ended; the next launch starts a new one]")
+        if name != "KernelHangError":       # which says so itself
+            message_ += " [in the helper process, which ended; the next launch starts a new one]"
     raise _ERRORS.get(name, RuntimeError)(message_)

@@ -1,6 +1,6 @@
 """The worker's helper process (:mod:`.worker`): ``python3 -m cuda_magic.runtime.worker_main``.
 
-It reads ``(op, program, name, payload)`` messages (:func:`.worker.message`) from stdin and
+It reads ``(op, program, name, payload, launch time limit)`` messages (:func:`.worker.message`) from stdin and
 answers each on stdout, over :mod:`.helper.transport`: ``("ok", (result, printed, arrays))``
 (the NumPy arrays the kernel may have written, by argument index) or ``("err", (error type,
 message, printed, sticky))``, sticky when the error ended CUDA here (the notebook then ends
@@ -14,6 +14,8 @@ import io
 import sys
 
 from . import driver
+from .. import settings
+from .hang import gdb, waiting
 from .helper import encoding, transport
 from .kernel import Kernel
 
@@ -24,11 +26,14 @@ def serve(inp: int, out: int) -> None:
     """Answer messages from ``inp`` on ``out`` until the input ends."""
     import numpy as np
     kernels: dict = {}
+    waiting._state["helper"] = True     # a hang here ends this process (the GPU is freed)
+    gdb.allow_parent()                  # the notebook's cuda-gdb may attach to this process
     while True:
         try:
-            op, program, name, payload = transport.recv(inp)
+            op, program, name, payload, limit = transport.recv(inp)
         except (EOFError, OSError):
             return
+        settings.put("launch_timeout", limit)    # the notebook's launch time limit
         printed, saved = io.StringIO(), sys.stdout
         sys.stdout = printed
         try:
@@ -62,8 +67,9 @@ def serve(inp: int, out: int) -> None:
             transport.send(out, ("ok", (result, printed.getvalue(), arrays)))
         except BaseException as exc:
             sys.stdout = saved
+            sticky = driver.lost() is not None or type(exc).__name__ == "KernelHangError"
             transport.send(out, ("err", (type(exc).__name__, str(exc), printed.getvalue(),
-                                         driver.lost() is not None)))
+                                         sticky)))
 
 
 def _keywords(attrs) -> dict:

@@ -146,8 +146,9 @@ def host_copy(a, values: bool = False):
     if hasattr(a, "copy_to_host"):
         return np.ascontiguousarray(a.copy_to_host())
     cai = a.__cuda_array_interface__
-    from ..driver import api, check, synchronize
-    synchronize()
+    from ..driver import api, check
+    from ..hang.waiting import everything
+    everything()
     host = np.empty(tuple(cai["shape"]), dtype=np.dtype(cai["typestr"]))
     if host.nbytes and cai["data"][0]:
         check(api().cuMemcpyDtoH(host.ctypes.data, cai["data"][0], host.nbytes), "copying to the host")

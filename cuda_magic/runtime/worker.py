@@ -152,11 +152,14 @@ def call(kernel, op: str, *payload):
         for i, a in arrays:
             args[i][...] = a
         return result
-    name, message_, out, sticky = value
+    name, message_, out, sticky, hung_for = value
     if out:
         sys.stdout.write(out)
+    if name == "KernelHangError":       # the helper's kernel still runs: read where, then end it
+        dims = payload[0] if op in ("run", "bench") else ()
+        raise _ended(waiting.Launch(kernel, tuple(dims), time.monotonic() - hung_for, proc.pid),
+                     interrupted=False)
     if sticky:
         stop()
-        if name != "KernelHangError":       # which says so itself
-            message_ += " [in the helper process, which ended; the next launch starts a new one]"
+        message_ += " [in the helper process, which ended; the next launch starts a new one]"
     raise _ERRORS.get(name, RuntimeError)(message_)

@@ -67,9 +67,10 @@ def serve(inp: int, out: int) -> None:
             transport.send(out, ("ok", (result, printed.getvalue(), arrays)))
         except BaseException as exc:
             sys.stdout = saved
-            sticky = driver.lost() is not None or type(exc).__name__ == "KernelHangError"
+            hang = type(exc).__name__ == "KernelHangError"
             transport.send(out, ("err", (type(exc).__name__, str(exc), printed.getvalue(),
-                                         sticky)))
+                                         driver.lost() is not None or hang,
+                                         getattr(exc, "seconds", 0.0) if hang else None)))
 
 
 def _keywords(attrs) -> dict:

@@ -182,7 +182,7 @@ _SM = re.compile(r"^Device (\d+) SM (\d+)\s*$")
 _WARP = re.compile(rf"^\*?\s+(\d+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\d+)\s+"
                    rf"{_DIM}\s+{_DIM}\s*$")
 _THREADS = re.compile(rf"^\*?\s+{_DIM}\s+{_DIM}\s+{_DIM}\s+{_DIM}\s+(\d+)\s+0x([0-9a-f]+)"
-                      rf"(?:\s+(\S.*?)\s+(\d+))?\s*$")
+                      rf"(?:\s+(\S.*?))?\s+(\d+)\s*$")     # line 0: no line info
 _FOCUS = re.compile(r"Switching focus to CUDA kernel (\d+)")
 _AT = re.compile(r"^=>\s+0x([0-9a-f]+)\s+<(.+)\+(\d+)>:")
 _ECHO = re.compile(r"^@@kernel (\d+)$")
@@ -224,7 +224,7 @@ def parse(text: str) -> Snapshot:
         m = _THREADS.match(row)
         if m and section is not None and focus == section:
             g = m.groups()
-            file, line = g[14] or "", int(g[15]) if g[15] else None
+            file, line = g[14] or "", int(g[15]) or None
             snap.threads.append(Threads(section, _dim(g, 0), _dim(g, 3), _dim(g, 9), int(g[12]),
                                         int(g[13], 16), file, line))
             continue

@@ -185,8 +185,13 @@ HELPER = ("The helper process that ran it ends now, which frees the GPU; the nex
 def hung(launch: Launch | None, seconds: float, *, interrupted: bool,
          helper: bool | None = None) -> KernelHangError:
     """The KernelHangError for ``launch``, still running after ``seconds``: where its warps
-    wait, and what now.  In this process (not the helper's, ``helper``): CUDA is marked lost."""
-    diag, why = read_warps(launch)
+    wait, and what now.  In this process (not the helper's, ``helper``): CUDA is marked lost.
+    In the helper process itself nothing is read: the notebook, which has the kernel's build,
+    reads the helper's warps before it ends it (:func:`..worker.call`)."""
+    if _state["helper"] and (launch is None or launch.pid is None):
+        diag, why = None, "the notebook reads it"
+    else:
+        diag, why = read_warps(launch)
     helper = _state["helper"] or (launch is not None and launch.pid is not None) \
         if helper is None else helper
     cause = ("the wait was interrupted (Ctrl-C)" if interrupted else

@@ -90,13 +90,13 @@ def _run() -> None:
         driver.context()
     except Exception:
         return
-    drv = driver.api()
     while not _thread["stop"]:
         if not any(WATCH.values()):
             _wake.wait(5)
             _wake.clear()
             continue
         time.sleep(PERIOD)
+        drv = driver.api()
         for stream, entry in list(WATCH.items()):
             if not entry:
                 continue

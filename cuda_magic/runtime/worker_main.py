@@ -26,8 +26,6 @@ def serve(inp: int, out: int) -> None:
     """Answer messages from ``inp`` on ``out`` until the input ends."""
     import numpy as np
     kernels: dict = {}
-    waiting._state["helper"] = True     # a hang here ends this process (the GPU is freed)
-    gdb.allow_parent()                  # the notebook's cuda-gdb may attach to this process
     while True:
         try:
             op, program, name, payload, limit = transport.recv(inp)
@@ -79,6 +77,8 @@ def _keywords(attrs) -> dict:
 
 
 def main() -> int:
+    waiting._state["helper"] = True     # a hang here ends this process (the GPU is freed)
+    gdb.allow_parent()                  # the notebook's cuda-gdb may attach to this process
     serve(*transport.serving())
     return 0
 

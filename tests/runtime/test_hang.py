@@ -197,13 +197,13 @@ def test_ctrl_c_during_the_wait_is_a_kernel_hang_error(module, fake, no_gdb):
 def test_ctrl_c_after_the_kernel_ended_is_an_ordinary_interrupt(fake):
     calls = []
 
-    def query():
+    def query(handle):
         calls.append(1)
         if len(calls) == 3:                 # it ends just as Ctrl-C comes
             raise KeyboardInterrupt
         return (fd.CUresult(0) if len(calls) > 3 else fd.CUresult.CUDA_ERROR_NOT_READY,)
     with pytest.raises(KeyboardInterrupt):
-        waiting.poll(query)
+        waiting.poll(query, 0)
 
 
 def test_the_diagnosis_reaches_the_error(module, fake, fake_gdb):

@@ -3,10 +3,11 @@
 Every wait cuda-magic does (the end of a launch on NumPy arrays, device printf, ``k.bench``,
 ``k.verify``, a synchronize on the user's behalf) polls ``cuStreamQuery``/``cuEventQuery``
 instead of calling the blocking ``cu*Synchronize``: first busily for :data:`SPIN` seconds
-(a short kernel's wait costs what the driver's own spinning wait costs:
-``benchmarks/bench_wait.py``), then sleeping between polls, never longer than a twentieth of
-the time waited so far nor :data:`STEP`.  When the work is done the blocking call is made
-once (it returns at once) for its error and for device printf's flush.
+(a short kernel's wait costs about what the driver's own spinning wait costs:
+``benchmarks/bench_wait.py``), then sleeping between polls, never longer than a fiftieth of
+the time waited so far nor :data:`STEP`.  The query returns the work's error, if any, as the
+blocking call would (a printf kernel's wait then synchronises once, which flushes what it
+printed: ``Kernel._printed``).
 
 Past the launch time limit (``settings.launch_timeout``, :func:`set_launch_timeout`), or on
 Ctrl-C during the wait, :func:`hung` reads where the warps wait (:mod:`.gdb`,
@@ -30,8 +31,8 @@ __all__ = ["Launch", "poll", "stream", "event", "everything", "synchronize", "hu
            "launch_timeout", "KernelHangError", "NOT_READY"]
 
 NOT_READY = 600         # CUDA_ERROR_NOT_READY
-SPIN = 0.002            # seconds polled without sleeping
-STEP = 0.001            # the longest sleep between two polls
+SPIN = 0.005            # seconds polled without sleeping
+STEP = 0.0002           # the longest sleep between two polls
 _state = {"helper": False}   # True in the helper process (worker_main): its hang ends it
 
 
@@ -69,13 +70,13 @@ class Launch:
                 if len(d) == 6 else self.kernel.name)
 
 
-def poll(query, launch: Launch | None = None) -> int:
-    """Call ``query()`` (a cuda.bindings ``cu*Query`` returning ``(CUresult,)``) until it is
-    not ``CUDA_ERROR_NOT_READY``; return that result as an int.  Past the launch time limit,
-    counted from ``launch.started``, or on Ctrl-C: :func:`hung`'s KernelHangError."""
-    err = int(query()[0])
+def poll(query, handle=None, launch: Launch | None = None) -> int:
+    """Call ``query(handle)`` (a cuda.bindings ``cu*Query``, returning ``(CUresult,)``) until
+    it is not ``CUDA_ERROR_NOT_READY``; return that result as an int.  Past the launch time
+    limit, counted from ``launch.started``, or on Ctrl-C: :func:`hung`'s KernelHangError."""
+    err = query(handle)[0]
     if err != NOT_READY:
-        return err
+        return int(err)
     limit = settings.launch_timeout
     start = time.monotonic()
     since = launch.started if launch is not None and launch.started else start
@@ -84,14 +85,14 @@ def poll(query, launch: Launch | None = None) -> int:
             now = time.monotonic()
             waited = now - start
             if waited > SPIN:
-                time.sleep(min(waited / 20, STEP))
-            err = int(query()[0])
+                time.sleep(min(waited / 50, STEP))
+            err = query(handle)[0]
             if err != NOT_READY:
-                return err
+                return int(err)
             if limit is not None and now - since > limit:
                 raise hung(launch, now - since, interrupted=False)
     except KeyboardInterrupt:
-        if int(query()[0]) != NOT_READY:     # it ended meanwhile: an ordinary interrupt
+        if query(handle)[0] != NOT_READY:    # it ended meanwhile: an ordinary interrupt
             raise
         raise hung(launch, time.monotonic() - since, interrupted=True) from None
 
@@ -100,16 +101,16 @@ def stream(handle: int, launch: Launch | None = None, what: str = "waiting for t
     """Wait for the work queued on stream ``handle`` (0: the legacy default stream)."""
     if driver.lost() is not None:
         return
-    drv = driver.api()
-    err = poll(lambda: drv.cuStreamQuery(handle), launch)
-    driver.check((err,) if err else drv.cuStreamSynchronize(handle), what)
+    err = poll(driver.api().cuStreamQuery, handle, launch)
+    if err:
+        driver.check((err,), what)
 
 
 def event(ev, launch: Launch | None = None, what: str = "waiting for the kernel") -> None:
     """Wait for event ``ev`` to complete."""
-    drv = driver.api()
-    err = poll(lambda: drv.cuEventQuery(ev), launch)
-    driver.check((err,) if err else drv.cuEventSynchronize(ev), what)
+    err = poll(driver.api().cuEventQuery, ev, launch)
+    if err:
+        driver.check((err,), what)
 
 
 def everything(launch: Launch | None = None, what: str = "cuCtxSynchronize") -> None:
@@ -120,7 +121,7 @@ def everything(launch: Launch | None = None, what: str = "cuCtxSynchronize") -> 
         return
     driver.context()
     drv = driver.api()
-    err = poll(lambda: drv.cuStreamQuery(0), launch)
+    err = poll(drv.cuStreamQuery, 0, launch)
     driver.check((err,) if err else drv.cuCtxSynchronize(), what)
 
 

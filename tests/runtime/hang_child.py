@@ -1,4 +1,4 @@
-"""A process that hangs a kernel on purpose, for tests/runtime/test_hang_gpu.py (GPU only):
+"""A process that hangs a kernel on purpose, for tests/runtime/test_hang.py (GPU only):
 ``python3 tests/runtime/hang_child.py CASE``.  It prints what the user would see; cases that
 block in CuPy's or PyTorch's own wait never end (the test kills them)."""
 

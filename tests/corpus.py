@@ -611,6 +611,15 @@ def run_pdl_devrt(m):
     np.testing.assert_array_equal(mat, -out.reshape(rows, cols))
 
 
+def run_timeline_pipeline(m):
+    tiles, per_block = 16, 4                  # four blocks of four 1024-float tiles
+    x = _rng(35).standard_normal(tiles * 1024, dtype=np.float32)
+    for block in (128, 64):
+        y = np.zeros_like(x)
+        m["staged_scale"][tiles // per_block, block](x, y, np.float32(-0.5), per_block)
+        np.testing.assert_array_equal(y, np.float32(-0.5) * x, err_msg=f"block {block}")
+
+
 def run_cub_umbrella(m):
     n = 1000
     x = _rng(27).standard_normal(n, dtype=np.float32)
@@ -744,6 +753,10 @@ CASES: tuple[Case, ...] = (
          run=run_dynamic_parallelism),
     # what NVIDIA's docs tell NVRTC users: the PDL functions from <cuda_device_runtime_api.h>,
     # -rdc=true (NVRTC then declares the device runtime itself), beside the pre-include
+    # marks for k.timeline (<cuda_magic/timeline.h>, supplied to both compilers): nothing in
+    # this ordinary build
+    Case("timeline_pipeline.cu", {"staged_scale": 4}, {"staged_scale": "staged_scale"},
+         run=run_timeline_pipeline),
     Case("pdl_devrt.cu", {"scale_rows": 4, "add_bias": 5, "negate_row": 2, "relaunch": 3},
          {"scale_rows": "_Z10scale_rowsPKfPffi", "add_bias": "_Z8add_biasPKfS0_Pfii",
           "negate_row": "_Z10negate_rowPfi", "relaunch": "_Z8relaunchPfii"},

@@ -7,6 +7,7 @@ are :mod:`.hints`; the pool of a cell's parallel builds is :mod:`.parallel`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -182,9 +183,15 @@ settings.watch("cache_dir", _open_cache)
 settings.watch("cache_limit", lambda nbytes: _CACHE.set_max_bytes(nbytes))
 
 
-def _std() -> Mapping[str, str]:
+@functools.cache
+def _std(standard: bool) -> Mapping[str, str]:
+    """The headers cuda-magic supplies: the standard ones (NVRTC has none) and its own
+    (:mod:`.packaged`, for both compilers)."""
+    from .packaged import headers
+    if not standard:
+        return headers()
     from .stdheaders import HEADERS
-    return HEADERS
+    return MappingProxyType({**HEADERS, **headers()})
 
 
 def cache() -> Cache:
@@ -346,7 +353,7 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     backend = get_backend(resolved["compiler"])
     version = backend.version()
     flags = resolved.get(backend.name, [])
-    session, std = _headers.session_headers(), _std() if backend.std_headers else None
+    session, std = _headers.session_headers(), _std(backend.std_headers)
     inputs = _headers.scan(source, flags, std=std, session=session)
     base = cache_key(source, resolved, backend.name, version, names)
     key = cache_key(source, resolved, backend.name, version, names,

@@ -37,6 +37,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..config import ConfigError, bad_char, quote
 from .memo import PARSE_CHARS, text_memo
+from .packaged import is_packaged
 
 __all__ = ["define_header", "remove_header", "session_headers", "header_users", "note_users",
            "FAMILIES", "header_dirs", "cccl_version", "find_header_dirs", "search_roots", "families_note",
@@ -425,7 +426,7 @@ class Inputs:
     """What a compile reads besides the source and the toolkit, and its digest."""
 
     memory: Mapping[str, str] = field(default_factory=dict, repr=False)  # in-memory headers
-    supplied: tuple[str, ...] = ()       # standard headers cuda-magic supplies (NVRTC)
+    supplied: tuple[str, ...] = ()       # headers cuda-magic supplies: standard (NVRTC), its own
     session: tuple[str, ...] = ()        # %%cuda_header names reached
     files: tuple[tuple[str, str], ...] = ()  # (absolute path, sha256) of user headers reached
     unresolved: tuple[str, ...] = ()     # "line N: #include MACRO" the scan could not follow
@@ -552,7 +553,8 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
     for path in pre:
         walk(read(path))
     walk(visit(source, cwd, "cell", ""))
-    if supplied and _INT_TYPES in std and _INT_TYPES not in memory:
+    standard = [n for n in supplied if not is_packaged(n)]     # not cuda-magic's own headers
+    if standard and _INT_TYPES in std and _INT_TYPES not in memory:
         # libcu++'s <cstdint> under NVRTC makes int64_t 'long long'; ours (glibc's 'long', as
         # with nvcc) replaces it so that CUB & co. agree with the cell whatever the include order.
         memory[_INT_TYPES] = std[_INT_TYPES]

@@ -123,7 +123,11 @@ def seconds(t: float) -> str:
 
 
 def supplied_note(names) -> str:
-    return f"headers supplied (in memory, for NVRTC): {', '.join(names)}"
+    """The standard headers supplied to NVRTC, then cuda-magic's own (both compilers)."""
+    from ..compile.packaged import is_packaged
+    std, own = [n for n in names if not is_packaged(n)], [n for n in names if is_packaged(n)]
+    parts = [f"headers supplied (in memory, for NVRTC): {', '.join(std)}"] if std else []
+    return "; ".join(parts + ([f"cuda-magic's headers supplied: {', '.join(own)}"] if own else []))
 
 
 def families_note(compiler: str) -> str:

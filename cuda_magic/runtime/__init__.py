@@ -17,11 +17,13 @@ from .worker import isolate
 # canonical_type, driver_version: import them from here)
 __all__ = ["Kernel", "isolate", "lost", "synchronize", "set_launch_timeout", "Timing", "History", "history",
            "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools", "tma",
-           "TensorMap"]
+           "TensorMap", "Timeline"]
 
-# loaded when first used: the Nsight Compute and compute-sanitizer reports and runs, the sweeps
+# loaded when first used: the Nsight Compute and compute-sanitizer reports and runs, the sweeps,
+# the timeline
 _LAZY = {"Profile": "ncu_report", "Check": "sanitizer_report", "report_dir": "tools",
-         "close_pools": "sweep", "tma": "tensormap", "TensorMap": "tensormap"}
+         "close_pools": "sweep", "tma": "tensormap", "TensorMap": "tensormap",
+         "Timeline": "timeline"}
 
 
 def __getattr__(name: str):

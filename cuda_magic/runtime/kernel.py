@@ -12,6 +12,7 @@ from . import device_print, driver, launch_attrs, worker
 from .launch_attrs import flag
 from .hang import waiting, watchdog
 from .launch_form import launch_form
+from .timeline.recording import timeline as _timeline
 from .args import ArgumentError
 from .packer import Packer
 from .staging import release
@@ -109,6 +110,7 @@ class Kernel:
 
     unavailable: str | None = None   # set when no build of an arch list runs on this GPU
     module = None                    # the %%cuda Module that holds it (what export() reads)
+    timeline = launch_form(_timeline)   # k.timeline[grid, block](*args): runtime/timeline/
 
     def __init__(self, name: str, params: Sequence[Param], result: CompilationResult,
                  symbol: str | None = None, printf: bool = False):

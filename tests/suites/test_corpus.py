@@ -95,6 +95,8 @@ def test_nvcc_emits_exactly_the_expected_entries(case):
     flags = [*header.get("nvcc", ["--use_fast_math"]), *header.get("nvcc+", []), *case.flags]
     if case.requires == "cutlass":
         flags.append(f"-I{include_dir('cutlass')}")
+    from cuda_magic.compile.packaged import INCLUDE
+    flags.append(f"-I{INCLUDE}")         # <cuda_magic/timeline.h>, as a build outside cuda-magic finds it
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "out.cubin")
         argv = [find("nvcc"), f"-arch={case.arch or ARCH}", "--cubin", "-std=c++17", *flags, "-o", cubin,

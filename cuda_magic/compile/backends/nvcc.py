@@ -2,11 +2,12 @@
 temporary directory that is always removed.
 
 argv: ``nvcc -arch=<arch> --cubin|--ptx|--fatbin <user nvcc list>
---ptxas-options=a,b,c -I. [-I<CUTLASS>] [--keep --keep-dir=<tmp>] -o <tmp>/out.<fmt>
+--ptxas-options=a,b,c [-I<tmp>] -I. [-I<CUTLASS>] [--keep --keep-dir=<tmp>] -o <tmp>/out.<fmt>
 <tmp>/cell.cu`` (``-I<CUTLASS>`` when the ``nvidia-cutlass`` wheel is installed; a fatbin for
 an ``a``/``f`` arch gets ``-gencode=arch=compute_90a,code=sm_90a
 -gencode=arch=compute_90a,code=compute_90a`` instead of ``-arch``, see :func:`arch_flags`; ``--keep`` for cubin and fatbin, whose PTX view is the
-``cell.ptx`` of the same run), run in the
+``cell.ptx`` of the same run; ``-I<tmp>`` when the cell includes a header cuda-magic ships,
+written there: ``<cuda_magic/timeline.h>``), run in the
 caller's working directory so relative paths in the user's flags and quoted
 ``#include``s resolve as they do with NVRTC (hence ``-I.``).  The temporary
 directory is also nvcc's ``TMPDIR``, and its path is dropped from the log so
@@ -36,6 +37,7 @@ from ... import tools
 from ...config import clip
 from .. import instances
 from ..headers import cutlass_dirs
+from ..packaged import is_packaged
 from ..parallel import POLL, Cancelled, cancelled, tick
 from .base import Backend, CompileError, Output, ptxas_joined
 from .limits import ENV, CompileTimeoutError, compile_timeout
@@ -169,9 +171,12 @@ def compile(source: str, *, arch: str, target_format: str, flags: Sequence[str],
         src, out = os.path.join(tmp, FILENAME), os.path.join(tmp, f"out.{target_format}")
         # The PTX view comes from this very run (its kept .ptx), never from a second compile.
         keep = () if target_format == "ptx" else ("--keep", f"--keep-dir={tmp}")
+        # cuda-magic's own headers (<cuda_magic/timeline.h>) are written here too: -I<tmp>
+        own = (f"-I{tmp}",) if any(is_packaged(n) for n in headers) else ()
         argv = (tools.find("nvcc"), *arch_flags(arch, target_format), f"--{target_format}", *flags,
                 *ptxas,  # a subdirectory %%cuda_header's own directory first, as with NVRTC
-                *(f"-I{d}" for d in sorted({os.path.dirname(n) for n in headers} - {""})), "-I.",
+                *(f"-I{d}" for d in sorted({os.path.dirname(n) for n in headers
+                                            if not is_packaged(n)} - {""})), *own, "-I.",
                 *(f"-I{d}" for d in cutlass_dirs()), *keep, "-o", out, src)
         with open(src, "w", encoding="utf-8") as f:
             f.write(source)

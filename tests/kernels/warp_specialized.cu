@@ -9,8 +9,10 @@
 //   ws_scale_greedy  three warpgroups, consumers ask for 240: 128 x (40 + 2 x 240) = 66,560,
 //                    more than the register file holds
 // Launch: grid = number of tiles / tiles per block, block 256 (384 for greedy); a tensor map
-// over a (rows, 32) float matrix with box {32, 32}.
+// over a (rows, 32) float matrix with box {32, 32}.  The marks (<cuda_magic/timeline.h>) name each
+// role's ranges for k.timeline and compile to nothing in these ordinary builds.
 #include <cuda.h>
+#include <cuda_magic/timeline.h>
 
 constexpr int TILE = 32, STAGES = 2, TILES_PER_BLOCK = 8;
 
@@ -45,23 +47,33 @@ __device__ __forceinline__ void pipeline(const CUtensorMap* tmap, float* out, fl
         if (lane == 0) {
             for (int t = 0; t < TILES_PER_BLOCK; ++t) {
                 const int s = t % STAGES;
-                if (t >= STAGES) wait_phase(smem_u32(&empty[s]), ((t / STAGES) - 1) & 1);
+                if (t >= STAGES) {
+                    CM_RANGE_BEGIN("producer/wait");
+                    wait_phase(smem_u32(&empty[s]), ((t / STAGES) - 1) & 1);
+                    CM_RANGE_END("producer/wait");
+                }
+                CM_RANGE_BEGIN("producer/issue");
                 asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                              :: "r"(smem_u32(&full[s])), "r"((unsigned)sizeof(ring[0])) : "memory");
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                              " [%0], [%1, {%2, %3}], [%4];"
                              :: "r"(smem_u32(ring[s])), "l"((unsigned long long)tmap), "r"(0),
                                 "r"((first + t) * TILE), "r"(smem_u32(&full[s])) : "memory");
+                CM_RANGE_END("producer/issue");
             }
         }
     } else {                                           // the consumers
         if (INC) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(INC));
         for (int t = 0; t < TILES_PER_BLOCK; ++t) {
             const int s = t % STAGES;
+            CM_RANGE_BEGIN("consumer/wait");
             wait_phase(smem_u32(&full[s]), (t / STAGES) & 1);
+            CM_RANGE_END("consumer/wait");
+            CM_RANGE_BEGIN("consumer/scale");
             float* dst = out + (size_t)(first + t) * TILE * TILE;
             for (int i = (group - 1) * 128 + lane; i < TILE * TILE; i += consumers * 128)
                 dst[i] = alpha * ring[s][i];
+            CM_RANGE_END("consumer/scale");
             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s]))
                          : "memory");
         }

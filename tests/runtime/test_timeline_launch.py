@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import json
 import struct
 
 import numpy as np
@@ -301,3 +302,138 @@ def test_the_probe_reads_a_tick_and_finds_a_timer_running_backwards():
     flat = np.zeros((1, 1 + 2 * 3), np.uint64)
     assert recording.tick_of(flat) == (None, ("%globaltimer did not move during the probe: "
                                               "resolution unknown",))
+
+
+# --- on the GPU ----------------------------------------------------------------------------------
+
+MARKS = r"""
+#include <cuda_magic/timeline.h>
+// Lanes 0-15 and 16-31 of each warp mark on divergent paths (two recorders per warp, from the
+// warp's first event on: its counter's reset taken by one of them); then every warp times a range.
+extern "C" __global__ void split_marks(int* out, int rounds) {
+    const int lane = threadIdx.x % 32;
+    for (int r = 0; r < rounds; ++r) {
+        if (lane < 16) CM_MARK("low"); else CM_MARK("high");
+    }
+    CM_RANGE_BEGIN("write");
+    const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    out[b * blockDim.x * blockDim.y * blockDim.z + t] = b;
+    CM_RANGE_END("write");
+}
+"""
+
+
+def _first(t, name, where, warp=None):
+    """The earliest range ``name`` of block ``where`` (of ``warp`` if given)."""
+    return min((e for e in t.events if e.name == name and e.block == where
+                and (warp is None or e.warp == warp)), key=lambda e: e.start)
+
+
+def _pipeline_checks(t, blocks, warps):
+    for b in range(blocks):
+        load = _first(t, "producer/load", (b, 0, 0), 0)
+        for w in range(1, warps):
+            wait = _first(t, "consumer/wait", (b, 0, 0), w)
+            assert load.end <= wait.end, (b, w, load, wait)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_the_pipeline_timeline_shows_consumers_waiting_for_the_producers_first_stage(compiler, tmp_path):
+    import cuda_magic
+    from test_timeline import check_chrome_trace
+    m = cuda_magic.build(PIPELINE, cuda_magic.line_config(compiler=compiler))
+    x, y, a, per_block = _args()
+    t = m.staged_scale.timeline[4, 128](x, y, a, per_block)
+    np.testing.assert_array_equal(y, a * x)           # the instrumented build still computes
+    assert (t.lost, t.recorded) == (0, 4 * (13 + 3 * 17)), t.notes
+    assert DEFINE in t.argv and t.recorder == "the lowest active lane of each warp"
+    _pipeline_checks(t, 4, 4)
+    rows = {r["name"]: r for r in t.summary()}
+    assert rows["consumer/wait"]["count"] == 4 * 3 * 4 and rows["consumer/wait"]["role"] == "consumer"
+    assert rows["producer/load"]["count"] == 16 and rows["done"]["kind"] == "mark"
+    assert 0 < rows["consumer/math"]["share"] < 1
+    assert t.sm_count and all(0 <= e.sm < 4 * t.sm_count for e in t.events)
+    assert all(e.start >= 0 and e.end <= t.duration for e in t.events)
+    check_chrome_trace(json.loads(open(t.to_perfetto(tmp_path / "pipeline.json")).read()))
+    print(f"\n{compiler}: {len(t.events)} events, {t.duration} ns, %globaltimer tick "
+          f"{t.resolution_ns} ns; notes {t.notes}")
+
+
+@pytest.mark.gpu
+def test_globaltimer_resolution_is_measured_and_runs_forward_on_every_sm():
+    import cuda_magic
+    m = cuda_magic.build(PIPELINE)
+    t = m.staged_scale.timeline[4, 128](*_args())
+    assert t.resolution_ns is not None and 1 <= t.resolution_ns <= 1000, t.notes
+    assert not [n for n in t.notes if "backwards" in n or "resolution" in n], t.notes
+    print(f"\n%globaltimer resolution on this GPU: {t.resolution_ns} ns")
+
+
+@pytest.mark.gpu
+def test_a_warp_specialised_tma_kernel_from_the_corpus():
+    torch = pytest.importorskip("torch")
+    import cuda_magic
+    m = cuda_magic.build((KERNELS / "warp_specialized.cu").read_text())
+    tiles = 16                                        # two blocks of eight 32 x 32 tiles
+    x = torch.randn(tiles * 32, 32, device="cuda")
+    for name in ("ws_scale", "ws_scale_regs"):
+        out = torch.zeros_like(x)
+        t = getattr(m, name).timeline[tiles // 8, 256](cuda_magic.tma(x, box=(32, 32)), out, -0.5)
+        torch.cuda.synchronize()
+        assert torch.equal(out, -0.5 * x), name
+        assert t.lost == 0 and set(t.names()) == {"producer/issue", "producer/wait",
+                                                 "consumer/wait", "consumer/scale"}, t.names()
+        for b in range(2):
+            issue = _first(t, "producer/issue", (b, 0, 0), 0)
+            for w in range(4, 8):                     # the consumer warpgroup's warps
+                assert _first(t, "consumer/wait", (b, 0, 0), w).end >= issue.end, (name, b, w)
+        rows = {r["name"]: r for r in t.summary()}
+        assert rows["consumer/scale"]["count"] == 2 * 4 * 8 and rows["producer/issue"]["count"] == 16
+
+
+@pytest.mark.gpu
+def test_an_overflow_is_counted_and_the_kernel_still_runs():
+    import cuda_magic
+    m = cuda_magic.build(PIPELINE)
+    x, y, a, per_block = _args()
+    t = m.staged_scale.timeline[4, 128](x, y, a, per_block, capacity=2)
+    np.testing.assert_array_equal(y, a * x)
+    assert (t.capacity, t.recorded, t.lost) == (2, 4 * 4 * 2, 4 * (11 + 3 * 15))
+    assert any("224 events lost: 16 warps filled their 2 slots (capacity=2" in n for n in t.notes)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", [{"cluster": (2, 1, 1)}, {"pdl": True}])
+def test_cluster_and_pdl_launches(kw):
+    import cuda_magic
+    m = cuda_magic.build(PIPELINE)
+    x, y, a, per_block = _args()
+    t = m.staged_scale.timeline[4, 128](x, y, a, per_block, **kw)
+    np.testing.assert_array_equal(y, a * x)
+    assert t.lost == 0 and t.recorded == 4 * (13 + 3 * 17)
+    _pipeline_checks(t, 4, 4)
+
+
+@pytest.mark.gpu
+def test_divergent_recorders_and_many_blocks_per_sm_count_exactly():
+    """Every block of a grid several times the GPU's size finds stale counters in shared memory
+    (the previous block's, the previous launch's): each warp still records exactly its events,
+    its two divergent paths included."""
+    import cuda_magic
+    m = cuda_magic.build(MARKS)
+    grid, block, rounds = (64, 3, 2), (32, 3, 1), 5
+    out = np.zeros(64 * 3 * 2 * 96, np.int32)
+    for _ in range(2):
+        t = m.split_marks.timeline[grid, block](out, rounds)
+        assert t.lost == 0 and t.recorded == 64 * 3 * 2 * 3 * (2 * rounds + 2), t.notes
+        per_warp: dict = {}
+        for e in t.events:
+            per_warp.setdefault((e.block, e.warp), []).append(e.name)
+        assert len(per_warp) == 64 * 3 * 2 * 3
+        for names in per_warp.values():
+            assert sorted(names) == sorted(["low"] * rounds + ["high"] * rounds + ["write"])
+        assert {e.block for e in t.events} == {(x, y, z) for x in range(64) for y in range(3)
+                                               for z in range(2)}
+    np.testing.assert_array_equal(out, np.repeat(np.arange(64 * 3 * 2), 96))

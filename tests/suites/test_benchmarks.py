@@ -219,3 +219,30 @@ def test_bench_verify_quick():
                 "np.isclose", "peak, chunk=", "MiB stated"):
         assert row in out.stdout, out.stdout
     assert "device rows: skipped" in out.stdout or "verify float32, device" in out.stdout
+
+
+def test_bench_timeline_runs():
+    """The builds' rows need no GPU; the timing rows are the GPU's (here: its table printed from
+    fixed rows, after the line that says why they are skipped)."""
+    out = _run_script("bench_timeline.py", "--repeat", "2", "--events", "64")
+    assert out.returncode == 0, out.stderr
+    _rows(out.stdout, {f"{k}: {f}": rf" +{NUM} +{NUM} +[+-]{NUM} +(?:{NUM}x|-)"
+                       for k in ("marked_loop", "staged_scale")
+                       for f in ("registers", "static shared bytes", "SASS instructions")})
+    us = rf"{NUM} µs"
+    timing = {"marked_loop, 64 events, 1 warp/SM": rf" +{us} +{us} +[+-]{us} +-?{NUM} ns",
+              "marked_loop, 64 events, 32 warps/SM": rf" +{us} +{us} +[+-]{us} +-?{NUM} ns"}
+    if GPU:
+        _rows(out.stdout, timing)
+        assert re.search(rf"^staged_scale, \d+ blocks x 8 tiles +{us} +{us} +[+-]{us} +{NUM}x$",
+                         out.stdout, re.M), out.stdout
+        assert re.search(r"^%globaltimer resolution: \d+ ns$", out.stdout, re.M)
+        return
+    assert "no GPU: the timing rows are skipped" in out.stdout
+    import bench_timeline
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        bench_timeline.print_timing([("marked_loop, 64 events, 1 warp/SM", 3.0, 5.5, 64),
+                                     ("marked_loop, 64 events, 32 warps/SM", 4.0, 9.0, 64)], 32)
+    _rows(printed.getvalue(), timing)
+    assert "%globaltimer resolution: 32 ns" in printed.getvalue()

@@ -29,7 +29,7 @@ from .build import instrumented, names_in
 from .events import SLOT_BYTES, Timeline, decode
 
 __all__ = ["timeline", "CAPACITY", "BUDGET", "MAX_CAPACITY", "STATE", "PROBE", "VERSION",
-           "fit", "resolution"]
+           "fit", "resolution", "state_address", "set_state", "tick_of", "sm_count"]
 
 CAPACITY = 256             # events per warp by default
 BUDGET = 256 << 20         # bytes the default capacity may take; cut to fit
@@ -103,7 +103,7 @@ def timeline(kernel, grid, block, *args, capacity: int | None = None, shared_mem
     tick, probe_notes = resolution(ik, built)
     return decode(slots, counts, kernel=name, grid=dims[:3], block=dims[3:],
                   capacity=slots_per_warp, names=names_in(built), argv=built.argv,
-                  resolution_ns=tick, sm_count=_sms(), notes=[n for n in (note,) if n]
+                  resolution_ns=tick, sm_count=sm_count(), notes=[n for n in (note,) if n]
                   + probe_notes)
 
 
@@ -118,16 +118,29 @@ def _here(name: str) -> None:
                             f"is on: isolate(False) first")
 
 
-def _run(ik, lib, dims, shared, attrs, args, warps, capacity, given):
-    """Set the header's state, launch once, wait; (counts, slots) as bytes."""
-    import numpy as np
-    drv = api()
-    where, size = check(drv.cuLibraryGetGlobal(lib.handle, STATE.encode()),
+def state_address(lib, name: str) -> int:
+    """The device address of the header's ``cm_timeline`` in loaded library ``lib``."""
+    where, size = check(api().cuLibraryGetGlobal(lib.handle, STATE.encode()),
                         f"cuLibraryGetGlobal({STATE!r})")
     if int(size) != _STATE_BYTES:
-        raise CudaError(f"{ik.name}.timeline: the build's {STATE} is {int(size)} bytes, not "
+        raise CudaError(f"{name}.timeline: the build's {STATE} is {int(size)} bytes, not "
                         f"{_STATE_BYTES}: a <cuda_magic/timeline.h> of another version?",
                         "CUDA_ERROR_INVALID_VALUE")
+    return int(where)
+
+
+def set_state(where: int, slots: int, counts: int, capacity: int) -> None:
+    """Point the header's state at the buffers, with a fresh nonce: a launch's shared-memory
+    counters then never take another launch's for their own."""
+    state = struct.pack("<QQQII", slots, counts, secrets.randbits(64), capacity, VERSION)
+    check(api().cuMemcpyHtoD(where, state, len(state)), f"setting {STATE}")
+
+
+def _run(ik, lib, dims, shared, attrs, args, warps, capacity, given):
+    """Set the header's state, launch once, wait; (counts, slots) as arrays."""
+    import numpy as np
+    drv = api()
+    where = state_address(lib, ik.name)
     count_bytes, slot_bytes = warps * 4, warps * capacity * SLOT_BYTES
     counts_ptr = _alloc(drv, count_bytes, ik.name, capacity, warps, given)
     hung = False
@@ -135,9 +148,7 @@ def _run(ik, lib, dims, shared, attrs, args, warps, capacity, given):
         slots_ptr = _alloc(drv, slot_bytes, ik.name, capacity, warps, given)
         try:
             check(drv.cuMemsetD8(counts_ptr, 0, count_bytes), "zeroing the timeline's counts")
-            state = struct.pack("<QQQII", slots_ptr, counts_ptr, secrets.randbits(64),
-                                capacity, VERSION)
-            check(drv.cuMemcpyHtoD(where, state, len(state)), f"setting {STATE}")
+            set_state(where, slots_ptr, counts_ptr, capacity)
             ik.launch_raw(dims, shared, 0, args, attrs)
             waiting.stream(0, waiting.Launch.of(ik, dims), f"running {ik.name} for its timeline")
             counts = np.empty(warps, np.uint32)
@@ -171,7 +182,8 @@ def _alloc(drv, nbytes: int, name: str, capacity: int, warps: int, given: bool) 
     return int(ptr)
 
 
-def _sms() -> int | None:
+def sm_count() -> int | None:
+    """The GPU's SMs (None where the driver does not say)."""
     try:
         drv = api()
         return int(check(drv.cuDeviceGetAttribute(
@@ -193,7 +205,7 @@ def resolution(ik, built) -> tuple[int | None, list[str]]:
 
 def _probe(ik, built) -> tuple[int | None, tuple[str, ...]]:
     import numpy as np
-    blocks = _sms() or 1
+    blocks = sm_count() or 1
     params = (Param("out", "unsigned long long", 1), Param("samples", "unsigned int"))
     probe = type(ik)(PROBE, params, built, PROBE)
     out = np.zeros(blocks * (1 + 2 * SAMPLES), np.uint64)

@@ -182,11 +182,10 @@ def cell_widget(view):
                     parts.append(hottest_html(e.name, view.lines_of(b, e)))
                 except Exception as exc:
                     parts.append(unavailable(exc, e.name))
-            if pipeline_view.worth_showing(c.source, [b.result.arch for b in c.builds]):
-                try:
-                    parts.append(pipeline_view.html(pipeline_view.of_content(c)))
-                except Exception as exc:
-                    parts.append(unavailable(exc, "the async pipeline"))
+            try:                  # the pipeline table, or the deadlock check's warnings alone
+                parts.append(pipeline_view.resources_html(c))
+            except Exception as exc:
+                parts.append(unavailable(exc, "the async pipeline"))
         hot.value = "".join(parts) or markup.note("no kernels in this cell")
     resources = widgets.VBox([widgets.HTML(markup.resources(c), **style), hot], **shared)
     children = [widgets.HTML(markup.config_of(c), **style), resources,

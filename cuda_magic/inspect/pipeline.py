@@ -22,7 +22,10 @@ Warnings (:attr:`Pipeline.warnings`), each from what the build shows:
   with no ``setmaxnreg``, on an arch that has it;
 - wgmma, tcgen05 or setmaxnreg in the source that the build has none of, on an arch without
   the suffix they need (compiled out under ``__CUDA_ARCH_FEAT_SM90_ALL``-style guards): the
-  suffix to add.
+  suffix to add;
+- deadlock-prone patterns (:mod:`.deadlock`, also kept as :attr:`Pipeline.deadlocks`): an
+  mbarrier wait in a kernel where nothing arrives on an mbarrier, a ``__syncthreads()`` that
+  runs only under a condition on ``threadIdx``.
 """
 
 from __future__ import annotations
@@ -74,7 +77,8 @@ class Pipeline:
     :data:`ROWS`), ``opcodes`` (row -> {opcode: count}), ``setmaxnreg`` (``("dec", 40)``...
     in program order), ``warpgroups`` (from ``__launch_bounds__``; None without),
     ``cluster`` (``__cluster_dims__``; None without), ``registers`` and ``shared`` (static
-    bytes) from ptxas, and ``warnings``."""
+    bytes) from ptxas, ``warnings``, and ``deadlocks``: the deadlock-prone patterns of the
+    SASS (:class:`cuda_magic.inspect.deadlock.Finding`), each among the warnings too."""
 
     kernel: str
     arch: str
@@ -86,6 +90,7 @@ class Pipeline:
     registers: int = 0
     shared: int = 0
     warnings: tuple = ()
+    deadlocks: tuple = ()
 
     def __getitem__(self, row: str) -> int:
         return self.counts[row]
@@ -204,4 +209,16 @@ def pipeline(result: CompilationResult, symbol: str, name: str | None = None,
             warnings.append(f"{shown}: the source uses {family}, which {result.arch} does not have "
                             f"(it needs {needs}); this build has none of it: compiled out "
                             f"(--arch {needs.split()[0]})")
-    return replace(p, warnings=tuple(dict.fromkeys(warnings)))
+    found = _deadlocks(result, symbol)
+    warnings += [f"{shown}: {f.message}" for f in found]
+    return replace(p, warnings=tuple(dict.fromkeys(warnings)), deadlocks=found)
+
+
+def _deadlocks(result: CompilationResult, symbol: str) -> tuple:
+    """The kernel's deadlock-prone patterns; none where its SASS cannot be read that far (the
+    check says only what it proves)."""
+    from .deadlock import deadlocks
+    try:
+        return deadlocks(result, symbol)
+    except Exception:
+        return ()

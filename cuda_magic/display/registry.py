@@ -64,6 +64,8 @@ VIEWS: tuple[View, ...] = (
          "a %%cuda_tune Tuning"),
     View("cuda_magic.exports.exporting", "Exported", "cuda_magic.display.export:ExportView",
          "text/html", "an export() Exported"),
+    View("cuda_magic.runtime.timeline.events", "Timeline",
+         "cuda_magic.display.timeline:TimelineView", "mimebundle", "a k.timeline Timeline"),
     View("cuda_magic.runtime.bench", "Timing", f"{_MEASURE}:TimingView", "text/html",
          "a Timing"),
     View("cuda_magic.runtime.bench_history", "History", f"{_MEASURE}:HistoryView", "text/html",

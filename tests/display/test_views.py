@@ -32,6 +32,7 @@ RESULTS = {
     "cuda_magic.History": "cuda_magic.history()",
     "cuda_magic.runtime.reports.Profile": "k.profile()",
     "cuda_magic.runtime.reports.Check": "k.check()",
+    "cuda_magic.runtime.Timeline": "k.timeline[grid, block](*args)",
 }
 
 # Public classes that are no result to show, and why.  A new public class goes in RESULTS (with

@@ -527,7 +527,7 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
                     sub = posixpath.dirname(mem)
                     yield (session[mem], os.path.join(cwd, *sub.split("/")) if sub else cwd,
                            mem, sub)
-            if kind == "<" and name in std:
+            if (kind == "<" or is_packaged(name)) and name in std:     # ours: "" or <>
                 if name not in memory:
                     memory[name] = std[name]
                     supplied.append(name)

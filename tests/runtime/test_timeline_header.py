@@ -59,8 +59,9 @@ def _code(r, kernel: str) -> list[str]:
 
 
 @pytest.mark.parametrize("comp", COMPILERS)
-def test_the_header_is_found_by_both_compilers_and_listed_as_supplied(comp):
-    r = _build(SMALL, comp)
+@pytest.mark.parametrize("include", ["<cuda_magic/timeline.h>", '"cuda_magic/timeline.h"'])
+def test_the_header_is_found_by_both_compilers_and_listed_as_supplied(comp, include):
+    r = _build(SMALL.replace("<cuda_magic/timeline.h>", include), comp)
     assert r.supplied_headers == ("cuda_magic/timeline.h",)
     assert r.kernels == ["scale"]
     assert any("cuda-magic's headers supplied: cuda_magic/timeline.h" in n

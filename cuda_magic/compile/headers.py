@@ -481,7 +481,8 @@ def scan(source: str, flags: Sequence[str], *, std: Mapping[str, str] | None = N
     written, and beside a session header in a subdirectory), in the including file's directory
     (a session header ``lib/util.cuh`` is in ``cwd/lib``, as NVRTC has it), in the working
     directory and in the user's ``-I`` dirs; an angled one among the session and ``std``
-    headers and in the ``-I`` dirs."""
+    headers and in the ``-I`` dirs.  cuda-magic's own headers (:mod:`.packaged`, in ``std``)
+    are supplied whichever way they are included."""
     session = session_headers() if session is None else session
     std = std or {}
     cwd = cwd or os.getcwd()

@@ -68,8 +68,6 @@ __host__ __device__ constexpr unsigned int fnv1a(const char* s, unsigned int h =
                                  * 16777619u) : h;
 }
 
-template <unsigned int ID> struct name_id { static constexpr unsigned int value = ID; };
-
 #ifdef __CUDA_ARCH__
 // The warp's next slot: its counter in shared memory, reset once per block (see the top).
 __device__ __forceinline__ unsigned int next_slot(unsigned int warp, unsigned long long tag) {
@@ -121,8 +119,7 @@ __host__ __device__ __forceinline__ void record() {
 }  // namespace cm_timeline_detail
 
 #define CM_TIMELINE_RECORD_(name, kind) \
-    ::cm_timeline_detail::record< \
-        ::cm_timeline_detail::name_id< ::cm_timeline_detail::fnv1a("" name "")>::value, kind>()
+    ::cm_timeline_detail::record< ::cm_timeline_detail::fnv1a("" name ""), kind>()
 #define CM_RANGE_BEGIN(name) CM_TIMELINE_RECORD_(name, 0u)
 #define CM_RANGE_END(name) CM_TIMELINE_RECORD_(name, 1u)
 #define CM_MARK(name) CM_TIMELINE_RECORD_(name, 2u)

@@ -211,6 +211,13 @@ def test_perfetto_json_is_a_valid_chrome_trace_with_sm_as_pid_and_warp_as_tid(tm
     assert doc["otherData"]["argv"] == "nvrtc -DCUDA_MAGIC_TIMELINE"
 
 
+def test_a_path_that_cannot_be_written_is_said_naming_it(tmp_path):
+    with pytest.raises(OSError, match=r"to_perfetto: cannot write '.*missing/k\.json': No such file"):
+        _small().to_perfetto(tmp_path / "missing" / "k.json")
+    with pytest.raises(ArgumentError, match=r"to_perfetto: path=3: a file path"):
+        _small().to_perfetto(3)
+
+
 def test_the_checker_refuses_what_perfetto_would():
     good = {"name": "a", "ph": "X", "ts": 5.0, "dur": 1.0, "pid": 0, "tid": 0}
     for bad in ({**good, "ph": "B?"}, {**good, "ts": "5"}, {**good, "dur": -1},

@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from ...errors import ArgumentError
+from ...errors import ArgumentError, quote
 
 __all__ = ["Event", "Timeline", "decode", "name_id", "unknown_name", "KINDS", "SLOT_BYTES",
            "RECORDER", "slot_dtype"]
@@ -153,9 +153,18 @@ class Timeline:
         """Write the events as Chrome trace JSON (what Perfetto and chrome://tracing open):
         one "X" event per range, one "i" per mark; pid = SM, tid = the warp's index in the
         launch; ts and dur in microseconds.  Returns the path written."""
-        path = os.fspath(path)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self._trace(), f, separators=(",", ":"))
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            raise ArgumentError(f"to_perfetto: path={quote(path, 80)}: a file path (a str or "
+                                f"os.PathLike)") from None
+        text = json.dumps(self._trace(), separators=(",", ":"))
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise OSError(exc.errno, f"to_perfetto: cannot write {quote(path, 200)}: "
+                                     f"{exc.strerror or exc}") from None
         return path
 
     def _trace(self) -> dict:
@@ -243,7 +252,7 @@ def decode(slots, counts, *, kernel: str, grid, block, capacity: int, names=None
     events, unmatched = _match(region.tolist(), (flat["time"].astype(np.int64) - origin).tolist(),
                                flat["name"].tolist(), flat["meta"].tolist(), names, unknown,
                                grid, wpb)
-    events.sort(key=lambda e: (e.start, e.sm, e.block[2], e.block[1], e.block[0], e.warp))
+    events.sort(key=lambda e: (e.start, e.sm, e.block, e.warp))
     end = int(flat["time"].max()) - origin if flat.size else 0
     notes = list(notes)
     if lost:

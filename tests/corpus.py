@@ -8,7 +8,11 @@ Binding names: the C++ name when unique in the binary; template instances
 ``naive_relu`` / ``vec4_relu``; overloads -> name plus the sanitised parameter types
 (``scale(float*, float, int)`` -> ``scale_float_ptr_float_int``).  ``aliases`` are other
 spellings ``m[...]`` must accept.  ``run(module)`` launches every kernel on NumPy arrays
-and checks it against a NumPy reference (GPU tests only).
+and checks it against a NumPy reference (GPU tests only).  Cases with ``hangs=True`` deadlock
+on the GPU by design (a wrong mbarrier parity, a divergent ``__syncthreads()``): they have no
+``run``, every runner that launches kernels leaves them out (:data:`LAUNCHED`), the
+compile-only tests build them like any case, and their ``// HANG:`` comments say where each
+group of warps waits (:func:`hang_waits`): run them only inside ``isolate(True)``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Case", "CASES", "KERNELS", "missing", "include_dir"]
+__all__ = ["Case", "CASES", "LAUNCHED", "KERNELS", "missing", "include_dir", "hang_waits"]
 
 KERNELS = pathlib.Path(__file__).with_name("kernels")
 
@@ -41,6 +45,7 @@ class Case:
     aliases: dict = field(default_factory=dict)   # another spelling -> python name
     structs: dict = field(default_factory=dict)   # by-value struct parameter type -> size in bytes
     arch: str | None = None         # an arch the case needs instead of the tests' (sm_100a)
+    hangs: bool = False             # deadlocks on the GPU by design: never launched but isolated
 
     @property
     def id(self) -> str:
@@ -761,12 +766,21 @@ CASES: tuple[Case, ...] = (
          {"scale_rows": "_Z10scale_rowsPKfPffi", "add_bias": "_Z8add_biasPKfS0_Pfii",
           "negate_row": "_Z10negate_rowPfi", "relaunch": "_Z8relaunchPfii"},
          run=run_pdl_devrt),
+    # kernels that hang on the GPU by design (hangs=True: no generic runner launches them; the
+    # GPU tests of the hang diagnosis run them inside isolate(True)); the deadlock check
+    # (inspect/deadlock.py) says nothing of the first and warns of the second before the launch
+    Case("hang_parity.cu", {"parity_pipeline": 3}, {"parity_pipeline": "parity_pipeline"},
+         hangs=True),
+    Case("hang_divergent_sync.cu", {"divergent_stage": 3}, {"divergent_stage": "divergent_stage"},
+         hangs=True),
 )
 
 # Kernels a file defines but must never be bound (inside #if 0 and the like).
 NOT_BOUND = {"if_variants.cu": ("softplus_old",)}
 
 assert len({c.file for c in CASES}) == len(CASES)
+assert all(c.run is None for c in CASES if c.hangs)
+LAUNCHED = tuple(c for c in CASES if not c.hangs)     # what a runner that launches may launch
 assert all(set(c.kernels) == set(c.symbols) for c in CASES)
 assert all(re.fullmatch(r"[A-Za-z_]\w*", name) for c in CASES for name in c.kernels)
 
@@ -778,6 +792,13 @@ def _params():
 
 
 BUILDS = _params()     # every case x compiler, as pytest params ``case, compiler``
+
+
+def hang_waits(case: Case) -> list[tuple[str, int, str]]:
+    """``(which warps, line, what)`` per ``// HANG: <warps> wait(s) at line N (<what>)`` comment
+    of a case that hangs: where the hang diagnosis must find each group of warps."""
+    found = re.findall(r"^// HANG: (.+?) waits? at line (\d+) \((.+)\)\s*$", case.text, re.M)
+    return [(who, int(line), what) for who, line, what in found]
 
 
 def skip_unless_gpu_runs(case: Case) -> None:

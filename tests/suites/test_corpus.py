@@ -18,7 +18,7 @@ import yaml
 
 import cuda_magic
 from conftest import ARCH
-from corpus import BUILDS, CASES, KERNELS, NOT_BOUND, build_case, include_dir, missing
+from corpus import BUILDS, CASES, KERNELS, LAUNCHED, NOT_BOUND, build_case, include_dir, missing
 
 # every corpus kernel with both compilers: left out of the quick check (-m "not slow")
 pytestmark = pytest.mark.slow
@@ -135,7 +135,7 @@ def test_cute_under_nvrtc_says_why_it_fails_and_what_to_do():
 @pytest.mark.gpu
 @pytest.mark.parametrize("case, compiler", [
     pytest.param(case, compiler, id=f"{case.id}-{compiler}")
-    for case in CASES if case.run is not None for compiler in case.compilers])
+    for case in LAUNCHED if case.run is not None for compiler in case.compilers])
 def test_runs_and_matches_numpy(case, compiler):
     reason = missing(case, compiler)
     if reason:

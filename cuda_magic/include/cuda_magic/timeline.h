@@ -28,7 +28,8 @@
 // reset is taken by one lane with a compare-and-swap (divergent paths of one warp may both
 // record), and the others wait for it; within a launch the tags of two blocks always differ.
 // So no initialisation call is needed.  Pointers, capacity and nonce come from the host
-// through the extern "C" __device__ variable cm_timeline, set before the launch.
+// through the extern "C" __constant__ struct cm_timeline, which the host sets before the launch
+// (cuLibraryGetGlobal and a copy): read through the constant cache, not the kernel's parameters.
 #ifndef CUDA_MAGIC_TIMELINE_H
 #define CUDA_MAGIC_TIMELINE_H
 

@@ -176,7 +176,10 @@ class Chart:
         self.rows_shown, self.rows_total, self.caption = rows_shown, rows_total, caption
 
     def html(self, max_height: int = 520) -> str:
-        return (f'<div class="cuda-magic-gantt" style="max-width: 100%; overflow-x: auto">'
+        # contain: a widget's pane (a flex item) would otherwise grow to the chart's width
+        # instead of letting it scroll
+        return (f'<div class="cuda-magic-gantt" style="max-width: 100%; overflow-x: auto; '
+                f'contain: inline-size; line-height: 1.35">'
                 f'{self.axis}<div style="max-height: {max_height}px; overflow-y: auto; '
                 f'width: max-content">{self.rows}</div>{self.caption}</div>')
 
@@ -212,9 +215,9 @@ def _layout(a: Arrays, rows: str, blocks):
 
 
 def _row_height(n_rows: int, lanes: int) -> tuple[float, int]:
-    """(a row's height, its sub-rows): 7 px per lane up to 36 px, less when there are many
+    """(a row's height, its sub-rows): 10 px per lane up to 40 px, less when there are many
     rows (down to MIN_ROW), each sub-row 2 px at least."""
-    want = min(max(7 * lanes, 16), 36)
+    want = min(max(10 * lanes, 16), 40)
     h = max(min(want, TARGET_H / max(n_rows, 1) - GAP), MIN_ROW)
     return h, max(min(lanes, int(h // 2)), 1)
 
@@ -378,7 +381,8 @@ def _shapes(a, pick, idx, first, gx0, gx1, count, pure, glayer, n, d, labels, h,
     """The shapes of name ``n`` at depth ``d`` (``DEPTHS``: marks), in one ``<g>``."""
     c = colour(n)
     name = a.names[n]
-    parts = [f'<g fill="{c}">' if d < DEPTHS else f'<g stroke="{c}" stroke-width="2">']
+    parts = [f'<g fill="{c}">' if d < DEPTHS else
+             f'<g stroke="{c}" fill="{c}" stroke-width="2" stroke-linejoin="round">']
     for k in pick.tolist():
         layer = int(glayer[k])
         r, s = divmod(layer // (DEPTHS + 1), subs)
@@ -387,9 +391,10 @@ def _shapes(a, pick, idx, first, gx0, gx1, count, pure, glayer, n, d, labels, h,
         lo, hi = t0 + gx0[k] / scale, t0 + gx1[k] / scale
         title = escape(_title(a, i, int(count[k]), bool(pure[k]), name, lo, hi, labels[r][1]))
         x = LABEL_W + gx0[k]
-        if d == DEPTHS:
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 1:.1f}" '
-                         f'y2="{top + sub_h + 1:.1f}"><title>{title}</title></line>')
+        if d == DEPTHS:         # a tick over the lane, a small triangle on top where there is room
+            head = (f" M{x - 3:.1f},{top:.1f} h6 l-3,4 z" if sub_h >= 6 else "")
+            parts.append(f'<path d="M{x:.1f},{top:.1f} V{top + sub_h:.1f}{head}">'
+                         f'<title>{title}</title></path>')
             continue
         inset = d * sub_h * 0.2
         lane_gap = 0.5 if sub_h >= 4 else 0
@@ -406,9 +411,9 @@ def _shapes(a, pick, idx, first, gx0, gx1, count, pure, glayer, n, d, labels, h,
 def _caption(a, rows, blocks, t0, t1, shapes, shown, merged, n_rows, total, lanes, subs) -> str:
     t = a.timeline
     if rows == "sm":
-        of = f" of the GPU's {t.sm_count}" if t.sm_count else ""
-        what = (f"rows: {total} SMs{of} recorded events; each row's lanes are the warps "
-                f"resident at once (up to {lanes})")
+        of = f" (of the GPU's {t.sm_count})" if t.sm_count else ""
+        what = (f"rows: the {total} SMs that recorded events{of}; each row's lanes are the "
+                f"warps resident at once (up to {lanes})")
         if subs < lanes:
             what += f", drawn in {subs} lanes"
     else:

@@ -26,6 +26,8 @@ __all__ = ["TimelineView", "header", "header_html", "summary_rows", "summary_htm
 
 MAX_BLOCK_OPTIONS = 512     # blocks the selector offers (the first to start)
 SWATCH = "display: inline-block; vertical-align: middle; margin-right: 4px"
+CELL = f"{markup.CELL}; white-space: nowrap"
+ROOT = "line-height: 1.35"     # a widget's HTML pane has the line height of a button otherwise
 
 
 # -- header -------------------------------------------------------------------------------------
@@ -112,8 +114,9 @@ def text(a: Arrays, rows: list[dict]) -> str:
 
 def _swatch(i: int, kind: str, opened: bool = False) -> str:
     c = colour(i)
-    if kind == "mark":
-        return f'<span style="{SWATCH}; width: 2px; height: 12px; background: {c}"></span>'
+    if kind == "mark":           # as the chart draws it: a tick, a triangle on top
+        return (f'<svg width="8" height="12" style="{SWATCH}"><path d="M4,1 V12 M1,1 h6 l-3,4 z" '
+                f'stroke="{c}" fill="{c}" stroke-width="1.5" stroke-linejoin="round"/></svg>')
     extra = f"; opacity: 0.5; outline: 1px dashed {c}" if opened else ""
     return f'<span style="{SWATCH}; width: 12px; height: 10px; background: {c}{extra}"></span>'
 
@@ -133,7 +136,14 @@ def summary_html(a: Arrays, rows: list[dict]) -> str:
             out[-1] = (f'<span style="{SWATCH}; width: {bar:.0f}px; height: 8px; '
                        f'background: {colour(index[r["name"]])}"></span>{out[-1]}')
         body.append(out)
-    return markup.table([escape(h) for h in head], body) + markup.note(SHARE_NOTE)
+    th = "".join(f'<th style="{CELL}; border-bottom: 1px solid rgba(127,127,127,0.5)">'
+                 f'{escape(h)}</th>' for h in head)
+    trs = "".join("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in r) + "</tr>"
+                  for r in body)
+    return (f'<div style="overflow-x: auto; max-width: 100%; contain: inline-size; '
+            f'margin: 4px 0"><table style='
+            f'"{markup.TABLE}"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></div>'
+            + markup.note(SHARE_NOTE))
 
 
 def legend(a: Arrays) -> str:
@@ -165,8 +175,8 @@ def html(a: Arrays, rows: list[dict], chart_html: str) -> str:
     """The static page: header, notes, legend, ``chart_html``, the summary (``rows``), the
     argv (folded)."""
     t = a.timeline
-    return (f'<div class="cuda-magic cuda-magic-timeline">{header_html(a)}{_notes(t)}'
-            f'{legend(a)}{chart_html}{summary_html(a, rows)}{_argv(t)}</div>')
+    return (f'<div class="cuda-magic cuda-magic-timeline" style="{ROOT}">{header_html(a)}'
+            f'{_notes(t)}{legend(a)}{chart_html}{summary_html(a, rows)}{_argv(t)}</div>')
 
 
 # -- the view ------------------------------------------------------------------------------------
@@ -310,9 +320,12 @@ def timeline_widget(view):
     import ipywidgets as widgets
 
     t, a = view.timeline, view.arrays
+    # a flex row: the "rows" label beside the buttons, not above them
     mode = widgets.ToggleButtons(options=[("SMs", "sm"), ("warps of blocks", "warps")],
                                  value=view.rows, description="rows",
-                                 style={"button_width": "auto"})
+                                 style={"button_width": "auto"},
+                                 layout=widgets.Layout(display="flex", flex_flow="row nowrap",
+                                                       align_items="center"))
     ids, at = np.unique(a.block, return_index=True)
     order = np.argsort(at, kind="stable")          # the blocks in the order they started
     gx, gy = t.grid[0], t.grid[1]
@@ -327,14 +340,16 @@ def timeline_widget(view):
     us = max(a.duration, 1) / 1e3
     step, fmt = _slider_format(us)
     lo, hi = view.window or (0, a.duration)
-    zoom = widgets.FloatRangeSlider(min=0.0, max=us, step=step, value=(lo / 1e3, min(hi, a.duration) / 1e3),
+    zoom = widgets.FloatRangeSlider(min=0.0, max=us, step=step,
+                                    value=(lo / 1e3, min(hi, a.duration) / 1e3),
                                     description="time µs", continuous_update=False,
                                     readout_format=fmt, layout=widgets.Layout(width="60%"))
     whole = widgets.Button(description="whole kernel", layout=widgets.Layout(width="auto"))
     more = "" if len(ids) <= MAX_BLOCK_OPTIONS else \
         markup.note(f"the selector offers the first {MAX_BLOCK_OPTIONS} of {len(ids):,} blocks "
                     f"to start; TimelineView(t, rows='warps', blocks=[...]) shows any")
-    drawn = widgets.HTML()
+    wide = widgets.Layout(width="100%", margin="0")     # the chart and tables scroll inside it
+    drawn = widgets.HTML(layout=wide)
 
     def redraw(_=None):
         view.rows = mode.value
@@ -354,10 +369,11 @@ def timeline_widget(view):
         w.observe(redraw, names="value")
     whole.on_click(reset)
     redraw()
-    box = widgets.VBox([widgets.HTML(header_html(a) + _notes(t)),
-                        widgets.HBox([mode, blocks]), widgets.HBox([zoom, whole]),
-                        widgets.HTML(legend(a)), drawn,
-                        widgets.HTML(summary_html(a, view.summary) + _argv(t))])
+    def pane(body: str):
+        return widgets.HTML(f'<div style="{ROOT}">{body}</div>', layout=wide)
+    box = widgets.VBox([pane(header_html(a) + _notes(t)), widgets.HBox([mode, blocks]),
+                        widgets.HBox([zoom, whole]), pane(legend(a)), drawn,
+                        pane(summary_html(a, view.summary) + _argv(t))])
     box.view, box.mode, box.blocks, box.zoom, box.whole, box.chart = \
         view, mode, blocks, zoom, whole, drawn
     frontend.shown(box, t)

@@ -114,7 +114,7 @@ def test_the_argv_is_folded_and_the_static_page_needs_no_script():
 
 def test_each_range_and_mark_is_a_shape_with_its_hover():
     svg = rows_svg(view(pipeline()).html())
-    rects, ticks = shapes(svg, "rect"), shapes(svg, "line")
+    rects, ticks = shapes(svg, "rect"), shapes(svg, "path")
     assert len(rects) == 22 and len(ticks) == 4
     assert "producer/load · block 1 warp 0 · SM 1 · start 600 ns · duration 300 ns" in rects
     assert "consumer/mma · block 0 warp 2 · SM 0 · start 1.52 µs · duration 260 ns" in rects
@@ -131,11 +131,13 @@ def test_one_colour_per_name_in_names_order_whatever_is_shown():
               TimelineView(t, window=(1000, 2200))):
         got = fills(rows_svg(v.html()))
         assert got and all(got[n] == want[n] for n in got), got
-    ticks = re.findall(r'<g stroke="([^"]+)" stroke-width="2">', rows_svg(view(t).html()))
+    ticks = re.findall(r'<g stroke="([^"]+)" fill="[^"]+" stroke-width="2"', rows_svg(view(t).html()))
     assert ticks == [want["done"]]
-    legend = view(t).html()
-    for n, c in want.items():
-        assert f"background: {c}" in legend
+    legend = re.search(r'<div [^>]*flex-wrap: wrap[^>]*>(.*?)</div>', view(t).html()).group(1)
+    items = legend.split('<span style="margin-right')[1:]
+    swatches = [(re.search("#[0-9a-f]{6}", i).group(), re.search(">([^<>]*)</span>$", i).group(1))
+                for i in items]
+    assert swatches == [(want[n], n) for n in t.names()]
 
 
 def test_the_lanes_of_an_sm_are_its_warps_resident_at_once():
@@ -200,7 +202,7 @@ def test_zoom_draws_the_window_only():
     assert 'data-t0="600" data-t1="1200"' in zoomed.rows
     starts = [r.split("start ")[1].split(" ·")[0] for r in shapes(zoomed.rows, "rect")]
     assert sorted(starts) == ["600 ns", "600 ns", "920 ns", "920 ns", "920 ns", "920 ns"]
-    assert not shapes(zoomed.rows, "line")                   # "done" is at 2.2 µs
+    assert not shapes(zoomed.rows, "path")                   # "done" is at 2.2 µs
     axis = re.findall(r"<text [^>]*>([^<]*)</text>", zoomed.axis)[1:]
     assert axis[0] == "600 ns" and axis[-1] == "1.2 µs"
     xs = [float(x) for x in re.findall(r'<rect x="([^"]+)"[^>]*><title>', zoomed.rows)]
@@ -217,7 +219,7 @@ def test_many_events_are_bounded_and_fast(big):
     c = v.chart()
     took = time.process_time() - started
     assert c.shown == len(big.events) == 500_000
-    rects = len(re.findall("<rect ", c.rows)) + len(re.findall("<line ", c.rows))
+    rects = len(re.findall("<rect ", c.rows)) + len(re.findall("<path ", c.rows))
     assert c.shapes <= gantt.MAX_RECTS and rects <= gantt.MAX_RECTS + 2 * 132
     per_row = {}
     for title in shapes(c.rows, "rect"):

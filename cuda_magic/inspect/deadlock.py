@@ -235,11 +235,11 @@ def _step(state: tuple, i: Ins) -> tuple:
 
     def get(r):
         return regs.get(r, default)
-    if i.guard == "!PT" or i.base in _NO_DEST:
+    if i.guard == "!PT" or (i.base in _NO_DEST and i.base != "CALL"):
         return state                                      # never runs, or writes no register
     known = i.base in _OPAQUE or i.base in _ARITH or i.base in _MMA
     if i.base == "CALL" or not known:
-        if not any(_expand(_reg(o)[0] or "") for o in i.operands if "[" not in o):
+        if i.base != "CALL" and not any(_expand(_reg(o)[0] or "") for o in i.operands if "[" not in o):
             return state                                  # names no register
         return (_ALL, {})                                 # may write any: trust none after it
     guard = get(i.guard.lstrip("!")) if i.guard not in ("", "PT") else frozenset()

@@ -10,7 +10,7 @@ async-pipeline table's warnings):
   ``ARRIVES.*`` (``cp.async.mbarrier.arrive``), ``UTMALDG`` (TMA loads), ``UBLKCP`` /
   ``UBLKRED`` (bulk copies and reductions into shared memory), ``STAS`` / ``REDAS``
   (``st.async`` / ``red.async``), ``UTCBAR`` (``tcgen05.commit``); any other ``SYNCS`` or
-  ``*ARRIVE*`` opcode counts as one too.  Exact for the kernel as a whole: an mbarrier lives
+  ``*ARRIVE*`` opcode counts as one too (not ``WARPGROUP.ARRIVE``: that is ``wgmma.fence``).  Exact for the kernel as a whole: an mbarrier lives
   in the block's (or the cluster's) shared memory, which only this kernel's code reaches, so
   none of its phases ever completes.  Functions the kernel calls are read too (the whole
   module's SASS when a call leaves the kernel's code; system functions such as ``vprintf``
@@ -103,8 +103,10 @@ def parse(text: str) -> tuple[list[Ins], dict[str, int]]:
 
 # --- check 1: an mbarrier wait with nothing that arrives -----------------------------------------
 
-_ARRIVERS = re.compile(r"^(SYNCS(?!\.PHASECHK|\.EXCH|\.CCTL)|ARRIVES|UTMALDG|UBLKCP|UBLKRED|STAS|REDAS|"
-                       r"UTCBAR)|ARRIVE")
+# opcodes that arrive on an mbarrier or complete a transaction on one (WARPGROUP.ARRIVE is
+# wgmma.fence, no mbarrier)
+_ARRIVERS = re.compile(r"^(?!WARPGROUP)(SYNCS(?!\.PHASECHK|\.EXCH|\.CCTL)|ARRIVES|UTMALDG|UBLKCP|"
+                       r"UBLKRED|STAS|REDAS|UTCBAR|.*ARRIVE)")
 
 
 def _arrives(code: list[Ins]) -> bool:
@@ -151,7 +153,7 @@ _ARITH = {"IADD3", "IADD", "IADD32I", "IMAD", "IMUL", "IMUL32I", "ISCADD", "LEA"
           "FFMA", "FMNMX", "FSEL", "FSWZADD", "FRND", "MUFU", "F2F", "F2I", "I2F", "I2FP", "F2IP",
           "F2FP", "I2I", "I2IP", "DADD", "DMUL", "DFMA", "DMNMX", "P2R", "SHFL", "MATCH",
           "REDUX", "UIADD3", "UIMAD", "ULEA", "ULOP3", "ULOP", "UMOV", "USHF", "USHL", "USHR",
-          "USEL", "UPOPC", "UPRMT", "UFLO", "UBMSK", "USGXT", "UBREV", "IMNMX", "FCHK",
+          "USEL", "UPOPC", "UPRMT", "UFLO", "UBMSK", "USGXT", "UBREV", "FCHK",
           "ISETP", "FSETP", "DSETP", "HSETP2", "UISETP", "PLOP3", "UPLOP3", "PSETP", "VOTE",
           "VOTEU", "R2P"}
 # matrix multiplies into registers: their results are cleared, not traced

@@ -64,6 +64,10 @@ extern "C" __global__ void block_sync(int* out, volatile int* flag) {
     if (blockIdx.x < 4) { __syncthreads(); *flag = 1; }
     out[blockIdx.x * blockDim.x + threadIdx.x] = 1;
 }
+extern "C" __global__ void dim_sync(int* out) {
+    if (blockDim.x > 32) { __syncthreads(); out[0] = 1; }
+    out[threadIdx.x] = 2;
+}
 extern "C" __global__ void param_sync(int* out, int k) {
     if (k > 3) { __syncthreads(); out[0] = k; } else { out[1] = k; }
     out[threadIdx.x] = 3;
@@ -107,7 +111,7 @@ FLAGGED = {"divergent_sync": ("threadIdx.x", "__syncthreads()"),
            "loop_sync": ("threadIdx.x", "__syncthreads()"),
            "role_bar": ("threadIdx.x", "a block-wide barrier (bar.sync 3)"),
            "or_sync": ("threadIdx.x", "__syncthreads_count/_and/_or()")}
-CLEAN = ("block_sync", "param_sync", "early_return", "init_then_sync", "counted_bar",
+CLEAN = ("block_sync", "dim_sync", "param_sync", "early_return", "init_then_sync", "counted_bar",
          "loaded_sync", "uniform_loop")
 
 # a kernel per arrive form: KERNEL(name, the arrive), then its wait
@@ -353,6 +357,8 @@ def test_barriers_with_a_thread_count_and_divergence_branches_say_nothing():
 def test_an_mbarrier_wait_reads_calls_out_of_the_kernel_in_the_module():
     waits = _sass("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R0", "EXIT")
     assert [f[0] for f in check(waits)] == ["mbarrier"]
+    fenced = _sass("WARPGROUP.ARRIVE", "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R0", "EXIT")
+    assert [f[0] for f in check(fenced)] == ["mbarrier"]      # wgmma.fence arrives on no mbarrier
     calls = _sass("CALL.ABS.NOINC `(helper)", "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R0", "EXIT")
     other = calls + "//--------------------- .text.helper --------------------------\nhelper:\n" \
         "        /*0000*/                   SYNCS.ARRIVE.TRANS64.A1T0 RZ, [UR4], RZ ;\n"

@@ -11,7 +11,8 @@ stays in sight while the rows scroll.
 The chart stays small whatever the event count: a row draws at most its share of
 ``max_rects`` shapes.  Ranges are binned by the pixel column their start falls in (per lane
 and nesting depth); a bin is drawn in its longest range's colour over the bin's span, its
-hover saying how many ranges it holds; runs of bins of one name join into one rectangle.
+hover saying how many ranges it holds; runs of bins of one name less than a column apart
+join into one rectangle.
 When a row still draws too many, its bins widen (2, 4, 8... pixels) until it fits.  All of it
 is NumPy over arrays read once from the events (:class:`Arrays`).
 """
@@ -119,7 +120,9 @@ class Arrays:
         r = np.flatnonzero(~self.mark)
         if not r.size:
             return depth
-        track, start, end = self.track[r], self.start[r], self.end[r]
+        # the warps numbered densely, so that warp * span + time fits in 64 bits
+        track = np.unique(self.track[r], return_inverse=True)[1].reshape(-1)
+        start, end = self.start[r], self.end[r]
         order = np.lexsort((-end, start, track))
         tr = track[order]
         first = np.searchsorted(tr, tr, "left")
@@ -313,7 +316,7 @@ def _title(a: Arrays, i: int, count: int, pure: bool, name: str, lo: float, hi: 
                 f"SM {e.sm} · start {ns(e.start)} · duration {ns(e.end - e.start)}")
     what = "marks" if a.mark[i] else "ranges"
     head = f"{name} ×{count:,}" if pure else f"{count:,} {what}, the longest {name}"
-    return f"{head} (narrower than a pixel here: zoom in) · {where} · {ns(lo)}–{ns(hi)}"
+    return f"{head} (closer than a pixel at this zoom: zoom in) · {where} · {ns(lo)}–{ns(hi)}"
 
 
 def chart(a: Arrays, rows: str = "sm", blocks=(), window=None, width: int = WIDTH,
@@ -422,7 +425,8 @@ def _caption(a, rows, blocks, t0, t1, shapes, shown, merged, n_rows, total, lane
     if n_rows < total:
         what += f" (the first {n_rows} drawn)"
     lines = [what, f"{ns(t0)} – {ns(t1)} of {ns(a.duration)}: {shown:,} events drawn as "
-                   f"{shapes:,} shapes" + (f"; {merged:,} narrower than a pixel are joined "
-                                           f"(hover says how many; zoom in)" if merged else "")]
+                   f"{shapes:,} shapes" + (f"; {merged:,} closer than a pixel to the next are "
+                                           f"joined (hover says how many; zoom in)"
+                                           if merged else "")]
     return "".join(f'<div style="{FONT}; font-size: 11px; opacity: 0.7; margin: 2px 0">'
                    f'{escape(line)}</div>' for line in lines)

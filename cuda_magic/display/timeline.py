@@ -41,14 +41,18 @@ def _resolution(t) -> str:
             else "%globaltimer resolution unknown")
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'s' * (count != 1)}"
+
+
 def header(a: Arrays) -> list[tuple[str, str]]:
     """The header's parts, each (text, level): level "lost" for a count of lost events > 0."""
     t = a.timeline
     marks = int(a.mark.sum())
     warps = len(np.unique(a.track))
     return [(launch(t), "bold"),
-            (f"{len(t.events):,} events ({len(t.events) - marks:,} ranges, {marks:,} marks) "
-             f"from {warps:,} warp{'s' * (warps != 1)}", ""),
+            (f"{_n(len(t.events), 'event')} ({_n(len(t.events) - marks, 'range')}, "
+             f"{_n(marks, 'mark')}) from {_n(warps, 'warp')}", ""),
             (f"{t.lost:,} lost", "lost" if t.lost else ""),
             (f"{ns(t.duration)} first to last event", ""),
             (_resolution(t), ""),
@@ -225,7 +229,7 @@ class TimelineView:
     """The view of a :class:`~cuda_magic.runtime.timeline.Timeline`.  ``rows``: ``"sm"`` (each
     SM, its lanes the warps resident at once) or ``"warps"`` (each warp of ``blocks``: linear
     indices or (x, y, z); by default the first block to start); ``window``: ``(start, end)`` in
-    ns; ``max_rects``: shapes the chart draws at most (narrower ranges join)."""
+    ns; ``max_rects``: shapes the chart draws at most (ranges closer than a pixel join)."""
 
     def __init__(self, timeline, *, rows: str = "sm", blocks=None, window=None,
                  max_rects: int = MAX_RECTS):

@@ -181,6 +181,17 @@ def test_a_nested_range_is_drawn_inset_over_its_outer_one():
     assert boxes["tma400 ns"] == (iy, ih)
 
 
+def test_nesting_is_found_in_a_long_kernel_of_many_warps():
+    """warp index x time would pass 64 bits here (300,000 warps, 10^14 ns): the depth still
+    comes out right."""
+    far, b = 10 ** 14, (99_999, 0, 0)
+    ev = [R("first", (0, 0, 0), 0, 0, 0, 10), R("loop", b, 2, 1, far, far + 1000),
+          R("tma", b, 2, 1, far + 10, far + 200), R("tma", b, 2, 1, far + 400, far + 600)]
+    a = gantt.Arrays(timeline(ev, grid=(100_000, 1, 1)))
+    assert {(e.name, e.start): int(d) for e, d in zip(a.events, a.depth)} == {
+        ("first", 0): 0, ("loop", far): 0, ("tma", far + 10): 1, ("tma", far + 400): 1}
+
+
 def test_the_warps_of_chosen_blocks_are_rows():
     t = pipeline(blocks=3)
     v = TimelineView(t, rows="warps", blocks=[(2, 0, 0), 0])
@@ -226,7 +237,7 @@ def test_many_events_are_bounded_and_fast(big):
         sm = re.search(r"· SM (\d+) ·", title).group(1)
         per_row[sm] = per_row.get(sm, 0) + 1
     assert len(per_row) == 132 and max(per_row.values()) <= gantt.MAX_RECTS // 132
-    assert any("(narrower than a pixel here: zoom in)" in r for r in shapes(c.rows, "rect"))
+    assert any("(closer than a pixel at this zoom: zoom in)" in r for r in shapes(c.rows, "rect"))
     assert took < 1.2, f"{took:.2f} s of CPU to draw a 500k-event timeline"
     assert len(v.html()) < 5_000_000
     started = time.process_time()

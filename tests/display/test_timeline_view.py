@@ -192,6 +192,18 @@ def test_nesting_is_found_in_a_long_kernel_of_many_warps():
         ("first", 0): 0, ("loop", far): 0, ("tma", far + 10): 1, ("tma", far + 400): 1}
 
 
+def test_a_pixel_column_is_drawn_in_the_colour_of_its_longest_range():
+    # in 1 ms over ~850 px, "a" (1 ns) and "b" (900 ns) start in one column of warp 0's lane
+    ev = [R("a", (0, 0, 0), 0, 0, 0, 1), R("b", (0, 0, 0), 0, 0, 1, 901),
+          R("c", (0, 0, 0), 0, 0, 999_000, 1_000_000)]
+    svg = rows_svg(view(timeline(ev, grid=(1, 1, 1))).html())
+    joined = re.search(r'<g fill="([^"]+)"><rect [^>]*><title>(2 ranges[^<]*)</title>', svg)
+    assert joined and joined.group(1) == gantt.colour(1)
+    assert joined.group(2).startswith("2 ranges, the longest b (closer than a pixel at this "
+                                      "zoom: zoom in) · SM 0 · 0 ns–")
+    assert len(shapes(svg, "rect")) == 2
+
+
 def test_the_warps_of_chosen_blocks_are_rows():
     t = pipeline(blocks=3)
     v = TimelineView(t, rows="warps", blocks=[(2, 0, 0), 0])

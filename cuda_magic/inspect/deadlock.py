@@ -394,12 +394,13 @@ def _taint_before(code, start, k, state):
 
 
 def _at_once_exit(code, blocks, b) -> bool:
-    """Whether the threads entering block ``b`` exit at once (only NOPs and jumps first)."""
+    """Whether the threads entering block ``b`` exit at once: only jumps, NOPs and memory
+    fences (a -G build's return path) before an EXIT."""
     seen = set()
     while b not in seen:
         seen.add(b)
         for i in code[blocks[b].start:blocks[b].end]:
-            if i.base in ("NOP", "YIELD"):
+            if i.base in ("NOP", "YIELD", "MEMBAR", "ERRBAR", "CGAERRBAR") and not i.guard:
                 continue
             if i.base == "EXIT" and not i.guard:
                 return True

@@ -206,6 +206,23 @@ def test_uniform_conditions_early_returns_counted_barriers_and_loaded_conditions
     assert _found(barriers, name) == ()
 
 
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_a_debug_build_reads_the_same(compiler):
+    """-G: no optimisation, fences before each EXIT (an early return still exits at once),
+    __syncthreads_or a call (a barrier in a called function is not read: nothing said)."""
+    m = build(BARRIERS, {"arch": "sm_90a", "compiler": compiler, compiler: ["-G"]})
+    for name in FLAGGED:
+        found = _found(m, name)
+        if name == "or_sync":
+            assert found == ()
+            continue
+        (f,) = found
+        assert (f.kind, f.line, f.sources[0]) == ("barrier", _line(BARRIERS, f"// BAR {name}"),
+                                                  FLAGGED[name][0])
+    for name in CLEAN:
+        assert _found(m, name) == (), name
+
+
 def test_an_mbarrier_wait_with_nothing_that_arrives_is_said_once_per_line(mbarriers):
     (f,) = _found(mbarriers, "no_arrive")             # the retry loop's waits: one line, one finding
     assert f.kind == "mbarrier" and f.line == _line(MBARRIERS, "// WAIT no_arrive")

@@ -374,3 +374,33 @@ def test_an_isolated_hang_ends_only_the_helper():
         assert (y == 7).all() and cuda_magic.lost() is None
     finally:
         cuda_magic.settings.reset("launch_timeout")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("file, launch", [
+    ("hang_parity.cu", lambda k, n: k.launch((n,), (256,), (np.ones(n * 512, np.float32),
+                                                            np.zeros(n * 512, np.float32), 2.0),
+                                             isolate=True)),
+    ("hang_divergent_sync.cu", lambda k, n: k.launch((n,), (256,), (np.ones(n * 256, np.float32),
+                                                                    np.zeros(n * 256, np.float32),
+                                                                    n * 256), isolate=True)),
+])
+def test_the_corpus_hangs_are_diagnosed_to_their_lines(file, launch):
+    import corpus
+    case = next(c for c in corpus.CASES if c.file == file)
+    assert case.hangs
+    m = cuda_magic.build(case.text, {"arch": "sm_90a"})
+    (k,) = m.kernels.values()
+    try:
+        cuda_magic.set_launch_timeout(3)
+        with pytest.raises(KernelHangError) as info:
+            launch(k, 4)
+    finally:
+        cuda_magic.settings.reset("launch_timeout")
+    d = info.value.diagnosis
+    assert d is not None, str(info.value)
+    found = {g.line for g in d.groups}
+    for who, line, what in corpus.hang_waits(case):
+        assert line in found, (who, line, what, str(info.value))
+    assert "helper process that ran it ends now" in str(info.value)
+    assert cuda_magic.lost() is None

@@ -520,5 +520,10 @@ class Untrusted(Exception):
     """A file or directory the cache will not use (the message says why)."""
 
 
+class NoDiagnosis(Exception):
+    """No hang diagnosis could be read (runtime/hang/gdb.py): no cuda-gdb, attaching refused, it
+    failed; the message says which.  Internal: it becomes the KernelHangError's ``why_not``."""
+
+
 class Cancelled(Exception):
     """The wait for the builds of a cell was given up (Ctrl-C): a build still running stops."""

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from ... import tools
+from ...errors import NoDiagnosis
 
 __all__ = ["Warp", "Threads", "Snapshot", "Unavailable", "snapshot", "parse", "allow_parent",
            "allow_children", "TIME_LIMIT", "KERNEL_SLOTS"]
@@ -38,9 +39,7 @@ KERNEL_SLOTS = 4           # kernels looked at (cuda-gdb numbers the running one
 PR_SET_PTRACER = 0x59616D61
 
 
-class Unavailable(Exception):
-    """No diagnosis: the message says why (no cuda-gdb, attaching refused, it failed)."""
-
+Unavailable = NoDiagnosis      # no diagnosis: the message says why
 
 @dataclass(frozen=True)
 class Warp:

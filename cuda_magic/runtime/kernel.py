@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from typing import Sequence
 
 from .. import settings
@@ -284,7 +285,7 @@ class Kernel:
                     run()
             elif self.printf:
                 device_print.captured(lambda: self._launch(b[1], dims, shared, stream, params, True,
-                                                           launch=launch),
+                                                           waited=launch),
                                       getattr(self.result, "source", ""))
             else:
                 err = b[3](b[1], *dims, shared, stream, params, 0)[0]
@@ -302,8 +303,8 @@ class Kernel:
             except CudaError as exc:   # the kernel faulted: offer the k.check(...) that finds where
                 from .tools import add_check_hint
                 raise add_check_hint(exc, self, dims, shared)
-        elif not self.printf and stream not in watchdog.WATCH:
-            watchdog.arm(stream, self, dims)     # it returned at once: watch for a hang
+        elif not self.printf:
+            watchdog.note(stream, self, dims)    # it returned at once: watch for a hang
 
     def _printed(self, stream: int, launch) -> None:
         """Wait for a printf kernel (polled), then synchronise once so the driver flushes what
@@ -312,7 +313,7 @@ class Kernel:
         check(api().cuCtxSynchronize(), f"running {self.name}")
 
     def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0,
-                launch=None) -> None:
+                waited=None) -> None:
         launch = api().cuLaunchKernel
         if not err:
             err = launch(handle, *dims, shared, stream, params, 0)[0]
@@ -323,7 +324,7 @@ class Kernel:
             check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
                           f"shared_mem={shared}]")
         if sync:
-            self._printed(stream, launch)
+            self._printed(stream, waited)
 
     def allow_shared(self, shared: int) -> None:
         """Bind the kernel and raise its dynamic shared memory limit to ``shared`` bytes if it
@@ -589,7 +590,7 @@ def _fast_launcher(bound) -> tuple:
     # the plan's last call (Packer.launcher_call), settings.plan_launch: "auto" CuPy's
     # launchKernel where CuPy is loaded already (driver.int_launch), "bindings" cuda.bindings'
     ints = driver.int_launch() if settings.plan_launch == "auto" else None
-    packer.scope.update(WATCH=watchdog.WATCH, watch=watchdog.arm_launcher)   # hangs: watched
+    packer.scope.update(WATCH=watchdog.WATCH, monotonic=time.monotonic)   # hangs: watched
     packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call), ints)
     get = getattr(api(), "cuKernelGetFunction", None)   # in the current context: a little faster
     if get is not None:

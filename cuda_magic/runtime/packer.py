@@ -193,8 +193,8 @@ class Packer:
         else:   # raises on a failed launch; failed() launches the packed buffer again, the full way
             code += ["    try:", "        launch_ints(*self.argv)",
                      "    except Exception:", "        self.failed()"]
-        if "WATCH" in self.scope:    # the watchdog: one event per stream at a time (hang/)
-            code += ["    if self.stream not in WATCH:", "        watch(self)"]
+        if "WATCH" in self.scope:    # the watchdog (hang/watchdog.py): what ran last, and when
+            code += ["    WATCH[self.stream] = (self, monotonic())"]
         exec(compile("\n".join(code), f"<launch plan of {self.kernel}>", "exec"), self.scope)
         self.call = self.scope.pop("__call__")
         self.on_new(self.call)

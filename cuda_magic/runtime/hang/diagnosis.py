@@ -136,7 +136,7 @@ def waits_on(code, address: int):
             break
         if _op(p.text).startswith("BAR.SYNC") or _op(p.text).startswith("BAR.RED"):
             return p, "a __syncthreads() / bar.sync (waits for the rest of the block)"
-    for j in range(i, min(i + 3, len(code))):          # a loop whose back edge is here
+    for j in range(i, min(i + 8, len(code))):          # a loop whose back edge is near
         p = code[j]
         if _op(p.text).startswith("BRA") and p.target is not None and p.target <= address:
             body = [q for q in code if p.target <= q.address <= p.address]

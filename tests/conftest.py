@@ -54,7 +54,15 @@ SLOW = frozenset((Path(__file__).parent / "slow.txt").read_text().split())
 
 def pytest_collection_modifyitems(config, items):
     slow = pytest.mark.slow
+    # A kernel hung on purpose makes other processes' launches on the GPU fail meanwhile
+    # (measured on the H200: a CuPy stream's and a PDL pair's results never arrived): those
+    # tests run only in a run of their own, `pytest -m hangs` without -n.
+    beside = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    alone = pytest.mark.skip(reason="hangs the GPU on purpose: run it alone, "
+                                    "python3 -m pytest -m hangs (no -n)")
     for item in items:
+        if beside and item.get_closest_marker("hangs") is not None:
+            item.add_marker(alone)
         if item.nodeid in SLOW:
             item.add_marker(slow)
     if detect_arch() is None:

@@ -118,6 +118,7 @@ def test_parity_hang_is_placed_on_the_try_wait_line(module):
     assert g.line in (11, 12) and CELL.split("\n")[g.line - 1].strip() == g.source.strip()
     assert "inspection build with -lineinfo added (the same machine code)" in d.lines_from
     assert f"warps 4-7 of each of the 8 blocks wait at line {g.line}: an mbarrier wait" in d.text()
+    assert g.sms() == "124-131" and "; on SM 124-131" in d.text()     # one block per SM
 
 
 def test_divergent_sync_is_placed_on_the_barrier_and_the_spin(module):
@@ -322,6 +323,7 @@ def _until(case: str, text: str, limit: float = 90.0) -> str:
 
 
 @pytest.mark.gpu
+@pytest.mark.hangs
 def test_a_numpy_launch_that_hangs_raises_and_the_session_goes_on():
     out = _run("numpy")
     assert "== KernelHangError after" in out, out
@@ -333,6 +335,7 @@ def test_a_numpy_launch_that_hangs_raises_and_the_session_goes_on():
 
 
 @pytest.mark.gpu
+@pytest.mark.hangs
 def test_ctrl_c_ends_the_wait_with_where_the_warps_are():
     out = _run("ctrlc")
     assert "the wait was interrupted (Ctrl-C)" in out, out
@@ -341,6 +344,7 @@ def test_ctrl_c_ends_the_wait_with_where_the_warps_are():
 
 
 @pytest.mark.gpu
+@pytest.mark.hangs
 def test_the_watchdog_reports_a_cupy_launch_blocked_in_cupy():
     pytest.importorskip("cupy")
     err = _until("cupy", "restart the Python kernel")
@@ -349,6 +353,7 @@ def test_the_watchdog_reports_a_cupy_launch_blocked_in_cupy():
 
 
 @pytest.mark.gpu
+@pytest.mark.hangs
 def test_the_watchdog_reports_a_torch_launch_blocked_in_torch():
     pytest.importorskip("torch")
     err = _until("torch", "restart the Python kernel")
@@ -358,6 +363,7 @@ def test_the_watchdog_reports_a_torch_launch_blocked_in_torch():
 
 
 @pytest.mark.gpu
+@pytest.mark.hangs
 def test_an_isolated_hang_ends_only_the_helper():
     m = cuda_magic.build((ROOT / "tests/data/cuda_gdb/hang_cell.cu").read_text(),
                          {"arch": "sm_90a"})
@@ -378,6 +384,7 @@ def test_an_isolated_hang_ends_only_the_helper():
 
 
 @pytest.mark.gpu
+@pytest.mark.hangs
 @pytest.mark.parametrize("file, launch", [
     ("hang_parity.cu", lambda k, n: k.launch((n,), (256,), (np.ones(n * 512, np.float32),
                                                             np.zeros(n * 512, np.float32), 2.0),

@@ -43,6 +43,10 @@ class WaitGroup:
     def who(self) -> str:
         return warp_ranges(self.warps)
 
+    def sms(self) -> str:
+        """The SMs these warps are resident on, e.g. "124-131" ("" if not known)."""
+        return _ranges(sm for _, _, sm in self.warps if sm >= 0)
+
     def where(self) -> str:
         at = (f"line {self.line}" if self.file in ("", "cell.cu") else f"{self.file}:{self.line}") \
             if self.line else (f"+{self.address:#x}" if self.address is not None else "an unknown PC")
@@ -66,7 +70,8 @@ class Diagnosis:
                 f"block{'s' * (self.blocks != 1)} resident (read with {self.tool} in "
                 f"{self.seconds:.1f} s; lines from {self.lines_from}):"]
         for g in self.groups[:limit]:
-            rows.append(f"  {g.who()} wait at {g.where()}")
+            on = f"; on SM {g.sms()}" if g.sms() else ""
+            rows.append(f"  {g.who()} wait at {g.where()}{on}")
             if g.source:
                 rows.append(f"      {g.line:>4} | {g.source.strip()[:120]}")
         if len(self.groups) > limit:

@@ -4,8 +4,8 @@ Such a launch hangs later, in the user's own code (CuPy's ``synchronize()``, ``t
 where Ctrl-C does nothing.  So each launch that does not wait notes its stream, what it
 launched and when in :data:`WATCH` (one dict store; the launch plan does it too), and a daemon
 thread asks each noted stream every :data:`PERIOD` seconds whether it is idle
-(``cuStreamQuery``: nothing is put into the user's stream, which would change what it orders:
-an event recorded between two launches breaks programmatic dependent launch).  A stream idle
+(``cuStreamQuery``: nothing is put into the user's stream, not even an event between two of
+its launches, which a programmatic dependent launch pair would have to order around).  A stream idle
 again is forgotten; one still busy past the launch time limit (``settings.launch_timeout``)
 since its last launch is diagnosed like a hang in a wait (:func:`.waiting.read_warps`), CUDA
 here is marked lost, and the report is written to ``sys.stderr``: in Jupyter, the output of

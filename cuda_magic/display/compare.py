@@ -463,14 +463,7 @@ class CompareView:
         return self.html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        if not frontend.in_kernel():
-            return {}
-        if not frontend.widgets_available():
-            return {"text/html": self.html()}
-        bundle = self.widget()._repr_mimebundle_()
-        bundle.pop("text/plain", None)
-        bundle["text/html"] = self.html()
-        return bundle
+        return frontend.bundle(self.widget, self.html)
 
     def __repr__(self) -> str:
         return self.text()

@@ -39,6 +39,21 @@ def widgets_available() -> bool:
     return True
 
 
+def bundle(widget, html) -> dict:
+    """A view's ``_repr_mimebundle_``: in a kernel with ipywidgets the widget ``widget()``
+    with ``html()`` as its static HTML (what a saved notebook and nbconvert show); without
+    ipywidgets that HTML alone; in terminal IPython nothing (``_repr_pretty_`` gives the
+    text)."""
+    if not in_kernel():
+        return {}
+    if not widgets_available():
+        return {"text/html": html()}
+    out = widget()._repr_mimebundle_()
+    out.pop("text/plain", None)
+    out["text/html"] = html()
+    return out
+
+
 @contextmanager
 def live(pane, what: str, every: float = 0.25):
     """While the block runs, ``pane`` (an HTML widget) reads "what … 1.2 s" (plain text: an emoji renders as a box without an emoji font), the time

@@ -296,14 +296,7 @@ class TimelineView:
         return self.html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        if not frontend.in_kernel():       # terminal IPython: _repr_pretty_ gives the text
-            return {}
-        if not frontend.widgets_available():
-            return {"text/html": self.html()}
-        bundle = self.widget()._repr_mimebundle_()
-        bundle.pop("text/plain", None)
-        bundle["text/html"] = self.html()
-        return bundle
+        return frontend.bundle(self.widget, self.html)
 
     def __repr__(self) -> str:
         return self.text()

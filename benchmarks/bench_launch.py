@@ -160,7 +160,8 @@ def launch_overhead(cp, arch: str, launches: int, repeat: int) -> list[tuple]:
     print(f"streams: ours 0 (legacy default), cuda.core {type(stream).__name__} handle "
           f"{int(stream.handle)}, CuPy current stream {cp.cuda.get_current_stream().ptr} "
           f"(0 = legacy default)")
-    from cuda_magic.runtime import Kernel, kernel as kmod
+    from cuda_magic.runtime import Kernel
+    from cuda_magic.runtime.launch import kernel as kmod
     rows = []
     for name, src, grid, block in CASES:
         m = build(src, line_config(arch=arch))

@@ -7,7 +7,7 @@ row on the stub driver of benchmarks/fake_driver.py, with made-up times (it chec
 not a GPU).  Rows, each with the figure and the ratio or fraction it is read against:
 
   copy 64 MiB       float4 grid-stride copy, flush on: GB/s and its fraction of the peak
-                    (the peak from the driver's attributes, cuda_magic.runtime.peaks)
+                    (the peak from the driver's attributes, cuda_magic.runtime.measure.peaks)
   fma chains        8 independent fmaf chains per thread: TFLOP/s, fraction of the FP32 peak
   L2 flush          a 16 MB read (fits in the L2), flush on vs off: the ratio (expect > 1)
   launch            an empty kernel: events around each launch, queued ahead (expect a few
@@ -98,7 +98,7 @@ def main() -> int:
     if arch is None:
         print("no GPU: skipped")
         return 0
-    from cuda_magic.runtime import peaks
+    from cuda_magic.runtime.measure import peaks
     dev = peaks.device_info()
     cfg = {"arch": arch}
     m = cuda_magic.build(KERNELS, cfg)

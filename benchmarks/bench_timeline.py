@@ -49,7 +49,7 @@ def _sass_count(result, kernel: str) -> int:
 def builds(arch: str) -> list[tuple]:
     """(kernel, figure, ordinary, instrumented) rows of part 1."""
     from cuda_magic import compile_source
-    from cuda_magic.runtime.timeline.build import instrumented
+    from cuda_magic.runtime.measure.timeline.build import instrumented
     pipeline = open(os.path.join(ROOT, "tests", "kernels", "timeline_pipeline.cu")).read()
     rows = []
     for src, kernel in ((LOOP, "marked_loop"), (pipeline, "staged_scale")):
@@ -108,7 +108,7 @@ class _Launcher:
 def _pair(plain, built, grid, block, values, repeat, warps, capacity):
     """(ordinary µs, instrumented µs), medians, launches interleaved."""
     from cuda_magic.runtime import Kernel, driver
-    from cuda_magic.runtime.timeline import recording
+    from cuda_magic.runtime.measure.timeline import recording
     name = plain.name
     ik = Kernel(name, plain.params, built, plain.symbol, False)
     a, b = _Launcher(plain), _Launcher(ik)
@@ -136,8 +136,8 @@ def timing(arch: str, repeat: int, events: int):
     import numpy as np
     from cuda_magic import build
     from cuda_magic.runtime import driver
-    from cuda_magic.runtime.timeline import recording
-    from cuda_magic.runtime.timeline.build import instrumented
+    from cuda_magic.runtime.measure.timeline import recording
+    from cuda_magic.runtime.measure.timeline.build import instrumented
     drv = driver.api()
     sms = recording.sm_count() or 1
     rows = []

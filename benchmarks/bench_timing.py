@@ -67,7 +67,8 @@ def main() -> int:
         print("no GPU: skipped")
         return 0
     from cuda_magic import tools as finder
-    from cuda_magic.runtime import peaks, tools
+    from cuda_magic.runtime.measure import peaks
+    from cuda_magic.runtime.nsight import run as tools
     try:
         if a.fake_driver:
             raise finder.ToolNotFoundError("the fake driver runs no ncu")

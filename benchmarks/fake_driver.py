@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from cuda_magic.runtime import driver
-from cuda_magic.runtime.packer import natural_layout
+from cuda_magic.runtime.launch.packer import natural_layout
 
 
 class CUresult(enum.IntEnum):

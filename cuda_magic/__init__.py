@@ -24,7 +24,7 @@ __all__ = [name for part in _PARTS for name in part.__all__] + ["settings"]
 # sweeps, the tools' reports.  Everything else is bound now.
 _LAZY = {name: f"{part.__name__}.{module}" for part in _PARTS
          for name, module in getattr(part, "_LAZY", {}).items() if name in part.__all__}
-_LAZY["BenchResult"] = "cuda_magic.runtime.bench"      # Timing's old name: a deprecated alias
+_LAZY["BenchResult"] = "cuda_magic.runtime.measure.bench"      # Timing's old name: a deprecated alias
 globals().update({name: getattr(part, name) for part in _PARTS for name in part.__all__
                   if name not in _LAZY})
 

@@ -18,7 +18,7 @@ def _exe(path, text="#!/bin/sh\nexit 0\n"):
     return str(path)
 
 
-# ---- ncu and compute-sanitizer (runtime/tools.py's finder before) -----------------------------
+# ---- ncu and compute-sanitizer (runtime/nsight/run.py's finder before) -----------------------------
 
 def test_on_path(tmp_path):
     ncu = _exe(tmp_path / "bin" / "ncu")
@@ -135,7 +135,7 @@ def test_the_old_finders_are_gone():
     import cuda_magic.compile.backends.nvcc as nvcc
     import cuda_magic.inspect as inspect
     import cuda_magic.inspect.disasm as disasm
-    import cuda_magic.runtime.tools as rtools
+    import cuda_magic.runtime.nsight.run as rtools
     for mod, name in ((nvcc, "find_nvcc"), (inspect, "find_tool"), (disasm, "find_tool"),
                       (rtools, "find_tool")):
         assert not hasattr(mod, name), f"{mod.__name__}.{name}"

@@ -29,7 +29,7 @@ from ..compile.cpptypes import canonical_type, split_name, unqualified
 from ..compile.instances import find as find_instances
 from ..compile.instances import split as split_instance
 from ..compile.instances import tidy
-from ..runtime.types import Param
+from ..runtime.launch.params import Param
 from .declarator import param_from_type
 from .decls import ANONYMOUS, KernelDecl, SignatureError
 from .templates import explicit_instances, instantiate

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..runtime.types import Param, canonical_type
+from ..runtime.launch.params import Param, canonical_type
 from .decls import ANONYMOUS, SignatureError
 from .scan import TOKEN, closing, closing_paren, norm_type, split_default
 

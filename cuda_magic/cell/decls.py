@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..runtime.types import Param
+from ..runtime.launch.params import Param
 from ..errors import SignatureError
 
 __all__ = ["KernelDecl", "TemplateParam", "SignatureError", "ANONYMOUS"]

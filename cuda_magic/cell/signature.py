@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..runtime.types import Param
+from ..runtime.launch.params import Param
 from .decls import ANONYMOUS, KernelDecl, SignatureError, TemplateParam
 from .declarator import BUILTINS, guess_name, parse_decl, read_param
 from .scan import HEAD, NAME, blank, closing, line_at, split_default, split_top, without_directives

@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 from itertools import product
 
-from ..runtime.types import Param, canonical_type
+from ..runtime.launch.params import Param, canonical_type
 from .decls import ANONYMOUS, KernelDecl, SignatureError, TemplateParam
 from .declarator import parse_decl, read_param
 from .scan import NAME, blank, closing, line_at, norm_type, split_top, without_directives

@@ -1,4 +1,4 @@
-"""The Gantt chart of a :class:`~cuda_magic.runtime.timeline.Timeline` as inline SVG: no
+"""The Gantt chart of a :class:`~cuda_magic.runtime.measure.timeline.Timeline` as inline SVG: no
 plotting library and no script, so a saved notebook shows it offline.
 
 Rows are SMs, each split into lanes (the warps resident on it at once; a lane is reused once

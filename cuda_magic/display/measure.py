@@ -1,5 +1,5 @@
-"""Views of measurements: a Timing and a History (:mod:`cuda_magic.runtime.bench`), a Profile
-and a Check (:mod:`cuda_magic.runtime.reports`).  The measurements are plain data; these give
+"""Views of measurements: a Timing and a History (:mod:`cuda_magic.runtime.measure.bench`), a Profile
+and a Check (:mod:`cuda_magic.runtime.nsight.reports`).  The measurements are plain data; these give
 their text (terminal, ``show``) and HTML (notebooks, nbconvert) from :mod:`.timing` and
 :mod:`.reports`.  Which view shows which type is :data:`.registry.VIEWS`."""
 
@@ -38,7 +38,7 @@ class MeasureView:
 
 
 class TimingView(MeasureView):
-    """A :class:`~cuda_magic.runtime.bench.Timing` (``k.bench``)."""
+    """A :class:`~cuda_magic.runtime.measure.bench.Timing` (``k.bench``)."""
 
     def text(self) -> str:
         return timing.text(self.obj)
@@ -48,7 +48,7 @@ class TimingView(MeasureView):
 
 
 class HistoryView(MeasureView):
-    """A kernel's :class:`~cuda_magic.runtime.bench.History` (``cuda_magic.history``)."""
+    """A kernel's :class:`~cuda_magic.runtime.measure.bench.History` (``cuda_magic.history``)."""
 
     def text(self) -> str:
         return timing.history_text(self.obj)
@@ -58,7 +58,7 @@ class HistoryView(MeasureView):
 
 
 class ProfileView(MeasureView):
-    """A :class:`~cuda_magic.runtime.reports.Profile` (``k.profile``); ``show(p, "lines")``
+    """A :class:`~cuda_magic.runtime.nsight.reports.Profile` (``k.profile``); ``show(p, "lines")``
     prints its per-line metrics."""
 
     def text(self) -> str:
@@ -76,7 +76,7 @@ class ProfileView(MeasureView):
 
 
 class CheckView(MeasureView):
-    """A :class:`~cuda_magic.runtime.reports.Check` (``k.check``)."""
+    """A :class:`~cuda_magic.runtime.nsight.reports.Check` (``k.check``)."""
 
     def text(self) -> str:
         return reports.check_text(self.obj)

@@ -1,5 +1,5 @@
-"""How a :class:`~cuda_magic.runtime.reports.Profile` (``k.profile``) and a
-:class:`~cuda_magic.runtime.reports.Check` (``k.check``) look: plain text and static HTML.
+"""How a :class:`~cuda_magic.runtime.nsight.reports.Profile` (``k.profile``) and a
+:class:`~cuda_magic.runtime.nsight.reports.Check` (``k.check``) look: plain text and static HTML.
 
 Everything quoted from the tools and the cell is escaped in HTML.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from ..runtime.reports import short_dim
+from ..runtime.nsight.reports import short_dim
 from . import markup
 from .text import table as text_table
 

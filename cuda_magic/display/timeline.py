@@ -1,4 +1,4 @@
-"""How a :class:`~cuda_magic.runtime.timeline.Timeline` (``k.timeline[grid, block](*args)``)
+"""How a :class:`~cuda_magic.runtime.measure.timeline.Timeline` (``k.timeline[grid, block](*args)``)
 looks: a header line (kernel, grid, block, events, lost in red, ``%globaltimer``'s resolution,
 who records), the Gantt chart (:mod:`.gantt`: rows SMs or the warps of chosen blocks, one
 colour per range name, marks as ticks, hover on every shape), a legend, the summary per name
@@ -226,7 +226,7 @@ def _window(value, t):
 
 
 class TimelineView:
-    """The view of a :class:`~cuda_magic.runtime.timeline.Timeline`.  ``rows``: ``"sm"`` (each
+    """The view of a :class:`~cuda_magic.runtime.measure.timeline.Timeline`.  ``rows``: ``"sm"`` (each
     SM, its lanes the warps resident at once) or ``"warps"`` (each warp of ``blocks``: linear
     indices or (x, y, z); by default the first block to start); ``window``: ``(start, end)`` in
     ns; ``max_rects``: shapes the chart draws at most (ranges closer than a pixel join)."""

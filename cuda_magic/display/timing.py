@@ -1,4 +1,4 @@
-"""How a :class:`~cuda_magic.runtime.bench.Timing` and a kernel's History look: text, and HTML
+"""How a :class:`~cuda_magic.runtime.measure.bench.Timing` and a kernel's History look: text, and HTML
 with a small inline SVG plot (no plotting library; styles inline, names escaped)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def duration(ms: float) -> str:
 
 def ci_label(t) -> str:
     """'95% CI' (the interval's coverage is at least that), or its lower coverage."""
-    from ..runtime.stats import CI_LEVEL
+    from ..runtime.measure.stats import CI_LEVEL
     return f"{CI_LEVEL:.0%} CI" if t.ci_coverage >= CI_LEVEL else f"{t.ci_coverage:.0%} CI"
 
 

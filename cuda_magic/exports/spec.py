@@ -18,7 +18,7 @@ from ..cell import Module
 from ..compile.compiler import CompilationResult
 from ..errors import ExportError, NoKernelError, quote
 from ..runtime import Kernel as NotebookKernel
-from ..runtime.types import Param
+from ..runtime.launch.params import Param
 
 __all__ = ["Build", "Kernel", "ParamSpec", "collect", "TORCH_DTYPES", "DTYPES"]
 

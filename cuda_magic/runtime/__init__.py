@@ -4,14 +4,14 @@ Only this layer needs a driver, and only when a kernel is loaded or launched.
 """
 
 from ..errors import ArgumentError, ArgumentRangeError, BenchError, CudaError, HistoryError, NoGPUError
-from .bench import Timing
+from .measure.bench import Timing
 from .driver import driver_version, lost
 from .hang.waiting import set_launch_timeout, synchronize
-from .bench_history import History, clear_history, history
-from .kernel import Kernel
-from .peaks import device_info
-from .types import SCALARS, Param, Scalar, canonical_type
-from .worker import isolate
+from .measure.history import History, clear_history, history
+from .launch.kernel import Kernel
+from .measure.peaks import device_info
+from .launch.params import SCALARS, Param, Scalar, canonical_type
+from .helper.worker import isolate
 
 # what cuda_magic exports from here (its errors are in errors.py; Param, Scalar, SCALARS,
 # canonical_type, driver_version: import them from here)
@@ -21,9 +21,9 @@ __all__ = ["Kernel", "isolate", "lost", "synchronize", "set_launch_timeout", "Ti
 
 # loaded when first used: the Nsight Compute and compute-sanitizer reports and runs, the sweeps,
 # the timeline
-_LAZY = {"Profile": "ncu_report", "Check": "sanitizer_report", "report_dir": "tools",
+_LAZY = {"Profile": "nsight.ncu_report", "Check": "nsight.sanitizer_report", "report_dir": "nsight.run",
          "close_pools": "sweep", "tma": "tensormap", "TensorMap": "tensormap",
-         "Timeline": "timeline"}
+         "Timeline": "measure.timeline"}
 
 
 def __getattr__(name: str):

@@ -15,7 +15,7 @@ import numpy as np
 from ..config import clip, quote
 from ..errors import RunError
 from ..runtime.helper.encoding import EncodingError, encode, host_copy
-from ..runtime.kernel import _dims
+from ..runtime.launch.kernel import _dims
 from ..runtime.sweep import Launch
 from .comparison import _is_array, parse_run
 from .space import TuneRunError, label

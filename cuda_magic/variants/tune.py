@@ -47,7 +47,7 @@ from ..compile.arch import detect_arch, gpu_archs, pick_arch
 from ..compile.backends import CompileError
 from ..compile.parallel import WORKERS, cancellable, tick
 from ..config import ConfigError, clip, quote, validate
-from ..runtime import bench as _bench
+from ..runtime.measure import bench as _bench
 from ..runtime import sweep
 from .candidates import Candidate, after_build, amount, bench_job, kernel_names, points
 from .judge import Judge, reference_bits
@@ -232,7 +232,7 @@ def _options(**kw) -> dict:
 
 
 def _bench_number(v):
-    """``repeat``/``warmup``/``graph`` as :func:`~cuda_magic.runtime.bench.options` takes them:
+    """``repeat``/``warmup``/``graph`` as :func:`~cuda_magic.runtime.measure.bench.options` takes them:
     a NumPy integer as an int (its own checks name what is wrong)."""
     n = _number(v)
     return n if isinstance(n, int) else v

@@ -5,8 +5,8 @@ import pytest
 import cuda_magic
 from cuda_magic import CellError, CompileError, build, line_config
 from cuda_magic.compile.binary import entries
-from cuda_magic.runtime.args import ArgumentError
-from cuda_magic.runtime.packer import Packer
+from cuda_magic.errors import ArgumentError
+from cuda_magic.runtime.launch.packer import Packer
 
 from conftest import ARCH
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from cuda_magic.runtime.types import Param
+from cuda_magic.runtime.launch.params import Param
 from cuda_magic.cell.declarator import param_from_type
 from cuda_magic.cell.decls import KernelDecl, SignatureError, TemplateParam
 from cuda_magic.cell.scan import blank
@@ -381,7 +381,7 @@ def compiled_sizes(src: str, names: list[str]) -> dict[str, list[int]]:
 
 
 def test_canonical_type_knows_demangled_and_std_spellings():
-    from cuda_magic.runtime.types import canonical_type
+    from cuda_magic.runtime.launch.params import canonical_type
     assert canonical_type("long unsigned int") == "unsigned long"
     assert canonical_type("int long long unsigned") == "unsigned long long"
     assert canonical_type("cuda::std::int64_t") == "long long"

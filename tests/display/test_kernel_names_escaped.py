@@ -12,8 +12,8 @@ import cuda_magic
 from cuda_magic.cell import build
 from cuda_magic.display import pipeline as pview
 from cuda_magic.inspect.pipeline import ROWS, Pipeline
-from cuda_magic.runtime import bench_history
-from cuda_magic.runtime.bench import Timing
+from cuda_magic.runtime.measure import history as bench_history
+from cuda_magic.runtime.measure.bench import Timing
 
 HOSTILE = "<script>alert(1)</script>"
 

@@ -13,7 +13,7 @@ import cuda_magic.display as display
 from cuda_magic.display import gantt, registry, view
 from cuda_magic.display.timeline import TimelineView, summary_rows
 from cuda_magic.errors import ShowError
-from cuda_magic.runtime.timeline import Event, Timeline
+from cuda_magic.runtime.measure.timeline import Event, Timeline
 
 ARGV = ("nvcc", "-DCUDA_MAGIC_TIMELINE=1", "--generate-line-info", "cell.cu")
 

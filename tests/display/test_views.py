@@ -30,8 +30,8 @@ RESULTS = {
     "cuda_magic.Timing": "k.bench()",
     "cuda_magic.BenchResult": "k.bench() (the same class as Timing)",
     "cuda_magic.History": "cuda_magic.history()",
-    "cuda_magic.runtime.reports.Profile": "k.profile()",
-    "cuda_magic.runtime.reports.Check": "k.check()",
+    "cuda_magic.runtime.nsight.reports.Profile": "k.profile()",
+    "cuda_magic.runtime.nsight.reports.Check": "k.check()",
     "cuda_magic.runtime.Timeline": "k.timeline[grid, block](*args)",
 }
 

@@ -224,7 +224,7 @@ def test_short_paths(path, short):
 def test_profile_and_check_lines_put_inlined_library_code_on_the_call_line():
     """k.profile / k.check map SASS offsets to lines through tools.line_rows: a CUB call's
     instructions land on the cell line that called it, as in the heat map."""
-    from cuda_magic.runtime.tools import line_rows
+    from cuda_magic.runtime.nsight.run import line_rows
     m = module("nvrtc")
     k = m["sum_squares"]
     rows, note = line_rows(m.result_of("sum_squares"), k.symbol)

@@ -1,7 +1,7 @@
 """k.bench -> Timing: statistics, peaks, clocks, history, views; the helper process; no GPU.
 
-The modules: ``runtime/stats.py``, ``runtime/peaks.py``, ``runtime/bench.py`` (measuring,
-Timing), ``runtime/bench_history.py``.
+The modules: ``runtime/measure/stats.py``, ``runtime/measure/peaks.py``, ``runtime/measure/bench.py`` (measuring,
+Timing), ``runtime/measure/history.py``.
 
 CPU tests use fixed samples and fake device attributes. GPU tests (``-m gpu``) time real
 kernels and check what the Timing holds; how fast they ran is benchmarks/bench_measure.py's
@@ -16,11 +16,13 @@ import pytest
 
 import cuda_magic
 from cuda_magic import detect_arch, view
-from cuda_magic.runtime import bench, bench_history, driver, peaks, worker
-from cuda_magic.runtime.bench import BenchError, Timing, options
-from cuda_magic.runtime.bench_history import History, HistoryError
-from cuda_magic.runtime.peaks import Clocks, Device
-from cuda_magic.runtime.stats import median_ci, quartiles
+from cuda_magic.runtime.measure import bench, history as bench_history, peaks
+from cuda_magic.runtime import driver
+from cuda_magic.runtime.helper import worker
+from cuda_magic.runtime.measure.bench import BenchError, Timing, options
+from cuda_magic.runtime.measure.history import History, HistoryError
+from cuda_magic.runtime.measure.peaks import Clocks, Device
+from cuda_magic.runtime.measure.stats import median_ci, quartiles
 
 HAS_GPU = detect_arch() is not None
 
@@ -211,14 +213,14 @@ def test_one_name_for_the_result():
     assert "BenchResult" not in cuda_magic.runtime.__all__
     with pytest.warns(DeprecationWarning, match="BenchResult is Timing"):
         assert bench.BenchResult is Timing                   # the old name, deprecated
-    from cuda_magic.runtime.kernel import BenchError as KernelBenchError
+    from cuda_magic.runtime.launch.kernel import BenchError as KernelBenchError
     assert KernelBenchError is BenchError is cuda_magic.errors.BenchError
 
 
 def test_each_measuring_name_lives_in_one_module():
     """Statistics, peaks and history have modules of their own; ``runtime.bench`` no longer
     re-exports them, and ``cuda_magic.runtime`` takes each from its own module."""
-    from cuda_magic.runtime import stats
+    from cuda_magic.runtime.measure import stats
     for name in ("CI_LEVEL", "FMA_PER_CLOCK", "UNSURE", "History", "HistoryError", "history",
                  "clear_history", "record"):
         assert not hasattr(bench, name), name
@@ -226,8 +228,8 @@ def test_each_measuring_name_lives_in_one_module():
     assert cuda_magic.runtime.clear_history is bench_history.clear_history
     assert cuda_magic.runtime.history is cuda_magic.history is bench_history.history
     assert cuda_magic.runtime.device_info is peaks.device_info
-    assert Timing.__module__ == "cuda_magic.runtime.bench" and History.__module__ == \
-        "cuda_magic.runtime.bench_history"          # display/registry.py names them so
+    assert Timing.__module__ == "cuda_magic.runtime.measure.bench" and History.__module__ == \
+        "cuda_magic.runtime.measure.history"          # display/registry.py names them so
 
 
 # ---- history ------------------------------------------------------------------------------------
@@ -359,7 +361,8 @@ def test_helper_process_unpacks_the_options(scale, monkeypatch):
     keywords, on the arguments rebuilt from the message ``worker.message`` makes."""
     import os
     import numpy as np
-    from cuda_magic.runtime import kernel as kernel_module, worker_main
+    from cuda_magic.runtime.launch import kernel as kernel_module
+    from cuda_magic.runtime.helper import main as worker_main
     from cuda_magic.runtime.helper import transport
     seen = {}
 

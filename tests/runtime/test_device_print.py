@@ -1,4 +1,4 @@
-"""Device printf and assert messages (runtime/device_print.py) on the CPU: what the C library
+"""Device printf and assert messages (runtime/launch/device_print.py) on the CPU: what the C library
 and the process's file descriptors 1 and 2 receive during a launch reaches the cell's
 sys.stdout / sys.stderr, and a failed device assert names its condition and cell line."""
 
@@ -8,7 +8,7 @@ import os
 import pytest
 
 from cuda_magic.runtime import CudaError
-from cuda_magic.runtime.device_print import assert_message, captured
+from cuda_magic.runtime.launch.device_print import assert_message, captured
 
 SOURCE = "__global__ void k(int n) {\n    assert(n > 0);\n}\n"
 ASSERTED = ("/tmp/x/cell.cu:2: void k(int): block: [1,0,0], thread: [3,0,0] "

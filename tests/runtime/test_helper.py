@@ -17,9 +17,11 @@ import pytest
 
 import cuda_magic
 from cuda_magic.cell import build, line_config
-from cuda_magic.runtime import NoGPUError, tools, worker, worker_main
-from cuda_magic.runtime import launcher
-from cuda_magic.runtime.args import ArgumentError
+from cuda_magic.runtime import NoGPUError
+from cuda_magic.runtime.nsight import run as tools
+from cuda_magic.runtime.helper import worker, main as worker_main
+from cuda_magic.runtime.nsight import launcher
+from cuda_magic.errors import ArgumentError
 from cuda_magic.runtime.helper import encoding, specdir, transport
 from cuda_magic.runtime.helper.program import Entry, Program
 from cuda_magic.correctness.judges import references

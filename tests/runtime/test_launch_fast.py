@@ -203,7 +203,7 @@ def test_numpy_arrays_are_still_copied_back(fake, module):
 
 
 def test_isolated_and_lost_launches_leave_the_fast_path(fake, module, monkeypatch):
-    from cuda_magic.runtime import worker
+    from cuda_magic.runtime.helper import worker
     k = scale_kernel(fake, module)
     x, y = cupy_like(host()), cupy_like(np.zeros(64, np.float32))
     for _ in range(3):

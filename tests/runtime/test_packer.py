@@ -1,4 +1,4 @@
-"""Argument marshalling by the parsed signature (runtime/packer.py and its parts values.py,
+"""Argument marshalling by the parsed signature (runtime/launch/packer.py and its parts values.py,
 arrays.py, staging.py), on the CPU (no driver needed to pack)."""
 
 import struct
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cuda_magic.runtime import ArgumentError, ArgumentRangeError, Param
-from cuda_magic.runtime.packer import Packer, natural_layout
+from cuda_magic.runtime.launch.packer import Packer, natural_layout
 from cuda_magic.cell.signature import find_kernels
 
 

@@ -9,7 +9,7 @@ import pytest
 import cuda_magic
 from corpus import KERNELS
 from cuda_magic import ArgumentError
-from cuda_magic.runtime.launch_attrs import _three, check_grid
+from cuda_magic.runtime.launch.attributes import _three, check_grid
 from cuda_magic.runtime.tensormap import tma
 
 
@@ -188,7 +188,8 @@ def test_a_tensor_map_crosses_to_a_tool_as_its_array_and_recipe(tmp_path, monkey
     import json
 
     import numpy as np
-    from cuda_magic.runtime import device_array, tensormap, tools
+    from cuda_magic.runtime import device_array, tensormap
+    from cuda_magic.runtime.nsight import run as tools
     from cuda_magic.runtime.helper.specdir import read
     from cuda_magic.runtime.tensormap import TensorMap
     m = cuda_magic.build((KERNELS / "tensormap.cu").read_text(),
@@ -255,8 +256,8 @@ def test_tensor_map_arguments_a_launch_takes_and_one_it_cannot():
     """A CUtensorMap parameter takes 128 bytes (a TensorMap is bytes) and cuda.bindings'
     CUtensorMap; a cuda.core TensorMapDescriptor where cuda.core's argument packer is missing:
     the error says what to use (the GPU test passes a real one)."""
-    from cuda_magic.runtime.packer import Packer
-    from cuda_magic.runtime.types import Param
+    from cuda_magic.runtime.launch.packer import Packer
+    from cuda_magic.runtime.launch.params import Param
     from cuda_magic.runtime.tensormap import TensorMap
     pk = Packer("k", [Param("tmap", "CUtensorMap", declared="const CUtensorMap tmap")], [(0, 128)])
     i, _, conv = pk.convs[0]
@@ -552,7 +553,7 @@ extern "C" __global__ void big(float* out, int words) {
                                             r"[\d,]+ bytes"):
         m.big[1, 256, 300_000](out, 10)
     most = m.big.attributes["max_dynamic_shared"]
-    from cuda_magic.runtime import launch_attrs
+    from cuda_magic.runtime.launch import attributes as launch_attrs
     m.big.allow_shared(200_000)
     from cuda_magic.runtime.driver import api, check
     cfg, func = launch_attrs.config(m.big, (16, 1, 1, 1024, 1, 1), 200_000, 0, (16, 1, 1),
@@ -605,7 +606,8 @@ def test_a_cluster_no_gpc_can_hold_is_refused_naming_its_shared_memory(monkeypat
     placed): the error gives the blocks, threads and shared memory per block and per cluster."""
     from types import SimpleNamespace
 
-    from cuda_magic.runtime import driver, launch_attrs
+    from cuda_magic.runtime import driver
+    from cuda_magic.runtime.launch import attributes as launch_attrs
     fits = {"n": 0}
     monkeypatch.setattr(launch_attrs, "config", lambda *a: ("cfg", "func"))
     monkeypatch.setattr(driver, "api", lambda: SimpleNamespace(
@@ -635,7 +637,7 @@ class LaunchConfig:
 
 def test_a_launch_config_is_the_launch_its_fields_say():
     """cuda.core counts the grid in clusters when a cluster is given; the launch counts blocks."""
-    from cuda_magic.runtime.launch_attrs import from_launch_config
+    from cuda_magic.runtime.launch.attributes import from_launch_config
     got = from_launch_config(LaunchConfig((4, 2), 128, cluster=2, shmem_size=4096,
                                           is_cooperative=True,
                                           programmatic_stream_serialization=True), "k")

@@ -13,8 +13,8 @@ import pytest
 
 from cuda_magic.errors import ArgumentError
 from cuda_magic.runtime import Timeline
-from cuda_magic.runtime.timeline import decode, name_id
-from cuda_magic.runtime.timeline.events import Event, unknown_name
+from cuda_magic.runtime.measure.timeline import decode, name_id
+from cuda_magic.runtime.measure.timeline.events import Event, unknown_name
 
 from timeline_buffers import buffers, fnv1a
 

@@ -16,8 +16,8 @@ from cuda_magic.compile import compiler, packaged
 from cuda_magic.compile.headers import scan
 from cuda_magic.display.content import header_notes
 from cuda_magic.errors import ArgumentError, CompileError
-from cuda_magic.runtime.timeline import name_id
-from cuda_magic.runtime.timeline.build import DEFINE, instrumented, marks, names_in
+from cuda_magic.runtime.measure.timeline import name_id
+from cuda_magic.runtime.measure.timeline.build import DEFINE, instrumented, marks, names_in
 
 from corpus import KERNELS, missing, CASES
 

@@ -19,8 +19,8 @@ from cuda_magic import ArgumentError, CudaError
 from cuda_magic.cell import build, line_config
 from cuda_magic.runtime import Kernel, Timeline, driver
 from cuda_magic.runtime.hang import watchdog
-from cuda_magic.runtime.timeline import recording
-from cuda_magic.runtime.timeline.build import DEFINE
+from cuda_magic.runtime.measure.timeline import recording
+from cuda_magic.runtime.measure.timeline.build import DEFINE
 
 from corpus import KERNELS
 from timeline_buffers import region, write

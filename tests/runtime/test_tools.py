@@ -19,10 +19,11 @@ import pytest
 from cuda_magic import view
 from cuda_magic.cell import build
 from cuda_magic.compile.backends import ToolNotFoundError
-from cuda_magic.runtime import CudaError, NoGPUError, reports, tools
+from cuda_magic.runtime import CudaError, NoGPUError
+from cuda_magic.runtime.nsight import reports, run as tools
 from cuda_magic import tools as finder
-from cuda_magic.runtime.args import ArgumentError
-from cuda_magic.runtime.launcher import CHILD_ENV, read_spec
+from cuda_magic.errors import ArgumentError
+from cuda_magic.runtime.nsight.launcher import CHILD_ENV, read_spec
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "tools")
 ARCH = "sm_90a"
@@ -220,9 +221,9 @@ def test_units():
 
 
 def test_the_two_reports_have_a_module_each():
-    """``runtime/ncu_report.py`` (Profile) and ``runtime/sanitizer_report.py`` (Check);
+    """``runtime/nsight/ncu_report.py`` (Profile) and ``runtime/nsight/sanitizer_report.py`` (Check);
     ``runtime.reports`` is both, one import, as before the split."""
-    from cuda_magic.runtime import ncu_report, sanitizer_report
+    from cuda_magic.runtime.nsight import ncu_report, sanitizer_report
     assert reports.Profile is ncu_report.Profile and reports.Check is sanitizer_report.Check
     assert set(reports.__all__) == {*ncu_report.__all__, *sanitizer_report.__all__, "short_dim"}
     assert all(getattr(reports, name) is not None for name in reports.__all__)

@@ -12,8 +12,9 @@ import pytest
 from cuda_magic.cell import build, line_config
 from cuda_magic.correctness import from_bits, to_bits
 from cuda_magic.errors import ArgumentError, VerifyError
-from cuda_magic.runtime import Kernel, driver, worker
-from cuda_magic.runtime.verifying import block_tile, count_param
+from cuda_magic.runtime import Kernel, driver
+from cuda_magic.runtime.helper import worker
+from cuda_magic.runtime.verify.verifying import block_tile, count_param
 
 import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
 
@@ -451,7 +452,7 @@ def test_keywords_are_checked_before_the_gpu_is_touched(emu, monkeypatch, kw, me
 
 
 def test_runs_up_to_the_cap_are_taken(emu):
-    from cuda_magic.runtime.bench import MAX_COUNT
+    from cuda_magic.runtime.measure.bench import MAX_COUNT
     assert MAX_COUNT == 100_000
     k = emu.kernel("scale", scale_as(ok))
     v = k.verify(4, 256, X, np.zeros(1000, np.float32), 2.0, 1000, reference=ref_scale,
@@ -484,7 +485,7 @@ def test_determinism_compares_bits(emu):
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_bits_equal_is_bitwise(kind):
-    from cuda_magic.runtime.verify_arrays import bits_equal
+    from cuda_magic.runtime.verify.buffers import bits_equal
     nan = np.array([1.0, np.nan, 3.0], np.float32)
     zero, minus = np.array([0.0, 1.0], np.float32), np.array([-0.0, 1.0], np.float32)
     other_nan = nan.copy()
@@ -502,7 +503,7 @@ def test_many_runs_are_judged_as_they_come(emu, monkeypatch):
     alive at each launch stay as many however many runs there were."""
     import gc
     import weakref
-    from cuda_magic.runtime import verifying
+    from cuda_magic.runtime.verify import verifying
     made, live = [], []
     like = verifying.like
     monkeypatch.setattr(verifying, "like", lambda *a: (r := like(*a), made.append(weakref.ref(r)))[0])

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 # consumer never ends its last tile (an open range); 3 events lost
 SETUP = '''\
 %load_ext cuda_magic
-from cuda_magic.runtime.timeline import Event, Timeline
+from cuda_magic.runtime.measure.timeline import Event, Timeline
 from cuda_magic.display.timeline import TimelineView
 
 def pipeline(blocks=8, sms=4, steps=5):

@@ -17,9 +17,10 @@ from cuda_magic import Error
 from cuda_magic.cell import build, line_config
 from cuda_magic.errors import (ArgumentError, ArgumentRangeError, BenchError, NoKernelError,
                                ShowError, quote)
-from cuda_magic.runtime import Kernel, bench, bench_history
-from cuda_magic.runtime.bench import Timing
-from cuda_magic.runtime.peaks import Device
+from cuda_magic.runtime import Kernel
+from cuda_magic.runtime.measure import bench, history as bench_history
+from cuda_magic.runtime.measure.bench import Timing
+from cuda_magic.runtime.measure.peaks import Device
 
 import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
 

@@ -422,7 +422,7 @@ def _recorded(x, y, n):
 
 def test_a_job_is_plain_data_with_the_exact_binary():
     import pickle
-    from cuda_magic.runtime import bench
+    from cuda_magic.runtime.measure import bench
     x = np.arange(1000, dtype=np.float32)
     y = np.zeros_like(x)
     t, runs = _recorded(x, y, 1000)
@@ -445,7 +445,7 @@ _EMPTY = Program("sweep:none", b"", "cubin", ARCH)
 
 def _outcome(i, status="ok", ms=1.0, outputs=None, checked=False, wrong=None):
     from cuda_magic.runtime import sweep
-    from cuda_magic.runtime.bench import Timing
+    from cuda_magic.runtime.measure.bench import Timing
     timings = (Timing.from_samples([ms] * 5),) if status == "ok" else ()
     return sweep.Outcome(i, status, "boom" if status != "ok" else "", "CUDA_ERROR_X" if
                          status == "fault" else "", outputs or {}, timings, "GPU 0 (test)",

@@ -88,7 +88,7 @@ def _raw_entries(binary, fmt: str, arch: str | None) -> tuple[tuple[str, tuple |
 # attributes to learn the PTX version; CCCL 3.0's <cub/cub.cuh> instantiates it under nvcc),
 # in whatever versioned inline namespace (_ZN3cub17CUB_300001_SM_9006detail11EmptyKernelIvEEvv);
 # cuda-magic's own --instantiate probes under nvcc (compile/instances.py); and the timeline's
-# probe of %globaltimer (<cuda_magic/timeline.h> under -DCUDA_MAGIC_TIMELINE, runtime/timeline/).
+# probe of %globaltimer (<cuda_magic/timeline.h> under -DCUDA_MAGIC_TIMELINE, runtime/measure/timeline/).
 NOT_THE_CELLS = re.compile(r"^__nv_static_\w*_cuda_device_runtime_cu_"
                            r"|^_ZN3cub(?:\d+\w*?)??6detail11EmptyKernelI|^_Z18__cuda_magic_probeI"
                            r"|^cm_timeline_probe$")

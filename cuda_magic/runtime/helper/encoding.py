@@ -4,7 +4,7 @@ Each argument becomes one tuple of plain data:
 
 - ``("array", name)``: an array, sent by name beside the arguments (as NumPy, on the host);
 - ``("value", v)``: a number (or, over a pickling transport, any value the child's
-  :class:`~cuda_magic.runtime.packer.Packer` judges as a notebook launch would);
+  :class:`~cuda_magic.runtime.launch.packer.Packer` judges as a notebook launch would);
 - ``("bytes", b)``: raw bytes (a struct by value, a NumPy structured scalar);
 - ``("null",)``: ``None``, a null pointer;
 - ``("tensormap", name, recipe)``: a :class:`~cuda_magic.runtime.tensormap.TensorMap`, whose

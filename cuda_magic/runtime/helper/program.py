@@ -1,6 +1,6 @@
 """The binary a helper process loads: one record for every kind of helper.
 
-A :class:`Program` holds what a :class:`~cuda_magic.runtime.kernel.Kernel` needs of a
+A :class:`Program` holds what a :class:`~cuda_magic.runtime.launch.kernel.Kernel` needs of a
 ``CompilationResult`` (``key``, ``binary``, ``format``, ``arch``, ``source``), so a helper
 makes its Kernels over it, plus the kernels it may launch (python name -> :class:`Entry`:
 symbol and parameters).  It is plain data: it pickles (the worker, the sweep's helpers, Dask)

@@ -2,7 +2,7 @@
 
 Nsight Compute and compute-sanitizer start the process they watch and own its stdin and
 stdout, so that launch cannot come over a pipe (:mod:`.transport`): the notebook writes it
-into a private directory and the tool runs ``python3 -m cuda_magic.runtime.launcher DIR``.
+into a private directory and the tool runs ``python3 -m cuda_magic.runtime.nsight.launcher DIR``.
 The directory holds the binary exactly as the notebook has it (``module.cubin``,
 ``.fatbin`` or ``.ptx``), the cell's source (``cell.cu``), ``spec.json`` (kernel, symbol,
 parameters, launch dimensions and attributes, the binary's sha256, the arguments in
@@ -97,7 +97,7 @@ def write(directory: str, program: Program, name: str, dims, shared: int, args: 
 def read(directory: str) -> Loaded:
     """Read ``spec.json``, the binary and the arguments; :class:`SpecError` if anything is off."""
     import hashlib
-    from ..types import Param
+    from ..launch.params import Param
     try:
         with open(os.path.join(directory, SPEC), encoding="utf-8") as f:
             spec = json.load(f)

@@ -3,7 +3,7 @@
 A :class:`Job` is what one tune candidate needs on a GPU, as plain data: the
 :class:`~cuda_magic.runtime.helper.program.Program` (**the bytes compiled in the notebook**,
 its kernels' symbols and parameters), the launches to replay in order, the arrays by name
-(NumPy) and which of them are outputs, and :func:`~cuda_magic.runtime.bench.options` for
+(NumPy) and which of them are outputs, and :func:`~cuda_magic.runtime.measure.bench.options` for
 timing.  A helper process (``python3 -m cuda_magic.runtime.sweep``) pinned to one GPU with
 ``CUDA_VISIBLE_DEVICES`` loads the bytes, replays the launches once on its own copies of the
 arrays (the outputs come back to be checked, or are checked there against the reference:

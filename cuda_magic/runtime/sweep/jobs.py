@@ -4,7 +4,7 @@ A :class:`Job` holds the :class:`~cuda_magic.runtime.helper.program.Program` to 
 bytes compiled in the notebook**, its kernels' symbols and parameters), the launches to replay
 in order (their arguments as :mod:`~cuda_magic.runtime.helper.encoding` describes them), the
 job's own arrays by name (NumPy; the pool adds those every job shares), which arrays are
-outputs, and :func:`~cuda_magic.runtime.bench.options` for timing.  An :class:`Outcome` is
+outputs, and :func:`~cuda_magic.runtime.measure.bench.options` for timing.  An :class:`Outcome` is
 the answer.  They pickle: they cross to the helpers (:mod:`.protocol`) and to Dask workers.
 """
 

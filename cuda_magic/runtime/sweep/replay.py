@@ -8,10 +8,11 @@ import os
 import time
 from typing import Mapping
 
-from .. import bench, driver, peaks
+from ..measure import bench, peaks
+from .. import driver
 from ..device_array import DeviceArray
 from ..helper.encoding import decode
-from ..kernel import Kernel
+from ..launch.kernel import Kernel
 from ...correctness.judges import check as judge
 from .jobs import Job, Outcome
 

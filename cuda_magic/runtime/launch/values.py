@@ -11,9 +11,9 @@ from __future__ import annotations
 import operator
 import struct
 
-from ..errors import quote
-from .args import ArgumentError, ArgumentRangeError
-from .types import Param
+from ...errors import quote
+from ...errors import ArgumentError, ArgumentRangeError
+from .params import Param
 
 __all__ = ["CONVERTERS", "struct_arg", "unread_arg", "function_arg", "diagnose"]
 

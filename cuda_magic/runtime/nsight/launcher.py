@@ -1,13 +1,13 @@
 """The helper process that Nsight Compute and compute-sanitizer watch: one launch, then exit.
 
-    python3 -m cuda_magic.runtime.launcher SPEC_DIR [--dry-run]
+    python3 -m cuda_magic.runtime.nsight.launcher SPEC_DIR [--dry-run]
 
-``SPEC_DIR`` (written by :func:`cuda_magic.runtime.tools.write_spec`, laid out by
+``SPEC_DIR`` (written by :func:`cuda_magic.runtime.nsight.run.write_spec`, laid out by
 :mod:`.helper.specdir`) holds the kernel's binary exactly as the notebook has it
 (``module.cubin``, ``.fatbin`` or ``.ptx``), ``spec.json`` (kernel, symbol, parameters, launch
 dimensions, the binary's sha256) and one ``argN.npy`` per array argument.  The child checks the
 hash, loads the bytes with ``cuLibraryLoadData`` (``driver.load``), marshals the
-arguments with the same :class:`~cuda_magic.runtime.packer.Packer` a notebook
+arguments with the same :class:`~cuda_magic.runtime.launch.packer.Packer` a notebook
 launch uses, launches once and synchronises.  ``--dry-run`` stops before CUDA
 and prints what it would launch (JSON), for tests.
 
@@ -23,10 +23,10 @@ import json
 import os
 import sys
 
-from ..settings import TOOL_CHILD as CHILD_ENV   # set in the child: no "try k.check" hint there
-from . import driver
-from .helper.specdir import Loaded, SpecError, read as read_spec, write_result
-from .kernel import Kernel
+from ...settings import TOOL_CHILD as CHILD_ENV   # set in the child: no "try k.check" hint there
+from .. import driver
+from ..helper.specdir import Loaded, SpecError, read as read_spec, write_result
+from ..launch.kernel import Kernel
 
 __all__ = ["main", "launch", "read_spec", "CHILD_ENV"]
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     dry = "--dry-run" in argv
     rest = [a for a in argv if a != "--dry-run"]
     if len(rest) != 1:
-        print("usage: python3 -m cuda_magic.runtime.launcher SPEC_DIR [--dry-run]", file=sys.stderr)
+        print("usage: python3 -m cuda_magic.runtime.nsight.launcher SPEC_DIR [--dry-run]", file=sys.stderr)
         return 3
     directory = rest[0]
     os.environ[CHILD_ENV] = "1"

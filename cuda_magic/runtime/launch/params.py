@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compile.cpptypes import canonical_type
+from ...compile.cpptypes import canonical_type
 
 __all__ = ["Param", "Scalar", "SCALARS", "canonical_type"]
 

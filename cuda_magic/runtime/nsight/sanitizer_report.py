@@ -181,7 +181,7 @@ def parse_check(text: str, *, tool: str, kernel: str = "", symbol: str = "", dim
 def assign_check_lines(c: Check, rows, source: str = "", note: str = "") -> Check:
     """Give each site without a line (a build without ``-lineinfo``) its line from ``rows``, the
     kernel's line table; attach the cell's source text."""
-    from ..compile.binary import line_of
+    from ...compile.binary import line_of
     c.source, c.line_note = source, note
     lines = source.split("\n") if source else []
     for f in c.findings:

@@ -20,18 +20,18 @@ import sys
 import threading
 import time
 
-from .. import settings
-from . import driver
-from .args import ArgumentError, ArgumentRangeError
-from .driver import CudaError, NoGPUError
-from ..errors import BenchError, KernelHangError, OccupancyError
-from .helper import encoding, transport
-from .hang import waiting
-from .helper.program import Entry, Program
+from ... import settings
+from .. import driver
+from ...errors import ArgumentError, ArgumentRangeError
+from ..driver import CudaError, NoGPUError
+from ...errors import BenchError, KernelHangError, OccupancyError
+from . import encoding, transport
+from ..hang import waiting
+from .program import Entry, Program
 
 __all__ = ["isolate", "call", "stop", "message", "MODULE"]
 
-MODULE = "cuda_magic.runtime.worker_main"
+MODULE = "cuda_magic.runtime.helper.main"
 
 _lock = threading.Lock()
 _state: dict = {"proc": None}

@@ -1,6 +1,6 @@
 """The session's bench history: every Timing kept per kernel name, regressions marked.
 
-``Kernel.bench`` hands each :class:`~cuda_magic.runtime.bench.Timing` to :func:`record`,
+``Kernel.bench`` hands each :class:`~cuda_magic.runtime.measure.bench.Timing` to :func:`record`,
 which fills in the build's and the launch setup's hashes and keeps it (bounded: HISTORY_RUNS
 per kernel, HISTORY_KERNELS kernels); :func:`history` returns a kernel's :class:`History`,
 whose :func:`marks` say which runs got slower or faster than the last run of the same launch
@@ -16,9 +16,9 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import HistoryError, quote
+from ...errors import HistoryError, quote
 
-# Timing (the annotations below) is :class:`cuda_magic.runtime.bench.Timing`; bench imports this
+# Timing (the annotations below) is :class:`cuda_magic.runtime.measure.bench.Timing`; bench imports this
 # module, so this one names it only in annotations (strings: ``from __future__ import annotations``).
 
 __all__ = ["History", "HistoryError", "Mark", "history", "clear_history", "record", "marks",

@@ -323,7 +323,7 @@ def parse_profile(raw: str, source: str = "", details: str = "", *, kernel: str,
 def assign_lines(p: Profile, rows, source: str = "", note: str = "") -> Profile:
     """Put each instruction on its line (``rows``: the kernel's line table, ``(offset, file,
     line)``) and sum the metrics per cell line into ``p.lines``."""
-    from ..compile.binary import line_of
+    from ...compile.binary import line_of
     p.source, p.line_note = source, note
     if rows is None:
         return p

@@ -18,7 +18,7 @@ block, cluster, shared memory, cooperative and PDL settings (:func:`from_launch_
 
 from __future__ import annotations
 
-from ..errors import ArgumentError, quote
+from ...errors import ArgumentError, quote
 
 __all__ = ["compiled_cluster", "check_grid", "checked", "launch_ex", "from_launch_config",
            "flag", "PORTABLE_CLUSTER", "MAX_CLUSTER"]
@@ -32,8 +32,8 @@ def compiled_cluster(kernel) -> tuple[int, int, int] | None:
     cached = kernel.__dict__.get("_cluster", False)
     if cached is not False:
         return cached
-    from ..compile.binary import cluster_dims
-    from ..inspect.disasm import cubin
+    from ...compile.binary import cluster_dims
+    from ...inspect.disasm import cubin
     try:
         elf = cubin(kernel.result)
         dims = cluster_dims(elf).get(kernel.symbol) if elf is not None else None
@@ -104,8 +104,8 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
     the shape against ``__cluster_dims__`` and the grid, one cluster against what fits on the
     GPU (:func:`cluster_fit`), a cooperative grid against what fits on the GPU at once (blocks
     per SM x SMs)."""
-    from . import driver
-    from .driver import api, check
+    from .. import driver
+    from ..driver import api, check
     shape = _three(cluster, "cluster") if cluster is not None else None
     compiled = compiled_cluster(kernel)
     if shape is not None and compiled is not None and shape != compiled:
@@ -136,7 +136,7 @@ def config(kernel, dims, shared: int, stream: int, cluster, cooperative: bool, p
     """``(CUlaunchConfig, CUfunction)`` of one ``cuLaunchKernelEx`` of the loaded ``kernel``
     with these attributes (a cluster of more than 8 blocks allowed first); made once per
     configuration and binding of the kernel."""
-    from .driver import api, check
+    from ..driver import api, check
     key = (tuple(dims), shared, stream, cluster, cooperative, pdl)
     cache = kernel.__dict__.setdefault("_configs", {})
     hit = cache.get(key)
@@ -184,7 +184,7 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
     else ``__cluster_dims__``), block and shared memory fits on the GPU
     (``cuOccupancyMaxActiveClusters`` is 0: the blocks of a cluster run at once on the SMs of
     one GPC, each with its shared memory)."""
-    from .driver import api, check
+    from ..driver import api, check
     cfg, func = config(kernel, dims, shared, 0, given, False, False)
     fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "cuOccupancyMaxActiveClusters"))
     if fit == 0:
@@ -203,14 +203,14 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
 def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,
               pdl: bool) -> None:
     """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
-    from .driver import api, check
+    from ..driver import api, check
     drv = api()
     cfg, func = config(kernel, dims, shared, stream, cluster, cooperative, pdl)
     what = ", ".join(w for w, on in (("cluster", cluster), ("cooperative", cooperative),
                                      ("pdl", pdl)) if on)
     err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
-        from . import driver
+        from .. import driver
         driver.context()
         err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="

@@ -4,7 +4,7 @@ Both tools run a helper process, never the notebook's: the notebook writes the
 kernel's binary, **the same bytes** it loads itself, plus a small spec
 (kernel, symbol, parameters, launch dimensions, the binary's sha256) and the
 arguments (NumPy arrays as ``.npy``) into a private temporary directory, and
-the tool starts ``python3 -m cuda_magic.runtime.launcher DIR``, which checks the
+the tool starts ``python3 -m cuda_magic.runtime.nsight.launcher DIR``, which checks the
 hash, loads the bytes with ``cuLibraryLoadData``, launches once and
 synchronises (see :mod:`.launcher`).  Device arrays (CuPy, PyTorch, Numba) are
 copied to the host for the child; the child's copies are written, never the
@@ -23,16 +23,16 @@ import sys
 import tempfile
 import threading
 
-from .. import settings, tools as _tools
-from ..config import clip
+from ... import settings, tools as _tools
+from ...config import clip
 from . import reports
-from .args import ArgumentError
-from .driver import NoGPUError
-from .helper import specdir
-from .helper.encoding import EncodingError, encode, host_copy, library
-from .helper.program import Entry, Program
-from .helper.transport import child_env
-from ..errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError, quote
+from ...errors import ArgumentError
+from ..driver import NoGPUError
+from ..helper import specdir
+from ..helper.encoding import EncodingError, encode, host_copy, library
+from ..helper.program import Entry, Program
+from ..helper.transport import child_env
+from ...errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError, quote
 
 __all__ = ["write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
            "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]
@@ -48,8 +48,8 @@ _EXIT_SANITIZER = 86       # --error-exitcode: the sanitizer found errors
 def _symbol(kernel) -> str:
     if kernel.symbol:
         return kernel.symbol
-    from ..compile.binary import entries
-    from ..compile.compiler import match_symbol
+    from ...compile.binary import entries
+    from ...compile.compiler import match_symbol
     r = kernel.result
     symbols = [e.symbol for e in entries(r.binary, r.format, arch=r.arch)]
     found = match_symbol(kernel.name, symbols)
@@ -115,12 +115,12 @@ def write_spec(kernel, dims, shared: int, args, directory: str, attrs=None) -> l
 
 def _child(directory: str) -> tuple[list[str], dict]:
     """argv and environment of the helper process (this Python, this cuda_magic)."""
-    return [sys.executable, "-m", "cuda_magic.runtime.launcher", directory], child_env()
+    return [sys.executable, "-m", "cuda_magic.runtime.nsight.launcher", directory], child_env()
 
 
 def _need_gpu(kernel, what: str) -> None:
-    from ..compile.arch import detect_arch
-    from .driver import lost
+    from ...compile.arch import detect_arch
+    from ..driver import lost
     require_arch = getattr(kernel, "require_arch", None)
     if require_arch is not None:
         require_arch()          # an arch list without a build for this GPU: the launch's error
@@ -257,9 +257,9 @@ def line_rows(result, symbol: str, instructions: int | None = None):
     the running binary's ``-lineinfo``, or an inspection build with ``-lineinfo`` appended whose
     machine code is byte for byte the running one's.  ``rows`` is None when no line can be
     trusted; the note then says to add ``-lineinfo``."""
-    from ..compile import binary as _binary
-    from ..inspect.disasm import cubin, machine_code
-    from ..inspect.lines import inspection_build
+    from ...compile import binary as _binary
+    from ...inspect.disasm import cubin, machine_code
+    from ...inspect.lines import inspection_build
     add = ('add -lineinfo to see cell lines (%%cuda --nvrtc+ "-lineinfo", or a //| nvrtc+: '
            '[-lineinfo] header)')
     try:

@@ -1,7 +1,7 @@
 """What a GPU can do and what its clock did: :class:`Device` (peaks) and :class:`Clocks`.
 
 ``device_info()`` reads the driver's device attributes once per device; ``Device`` turns them
-into the DRAM bandwidth and FMA peaks a :class:`~cuda_magic.runtime.bench.Timing` is a
+into the DRAM bandwidth and FMA peaks a :class:`~cuda_magic.runtime.measure.bench.Timing` is a
 fraction of.  ``Clocks`` is the SM clock NVML reads right before and after the timed launches
 (:func:`nvml_reader`, :func:`read_clock`, :func:`clocks_after`, used by ``bench.measure``).
 Nothing here touches CUDA before ``device_info`` or ``nvml_reader`` is called.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..errors import BenchError, quote
-from . import driver
-from .driver import api, check
+from ...errors import BenchError, quote
+from .. import driver
+from ..driver import api, check
 
 __all__ = ["Device", "Clocks", "device_info", "flop_type", "nvml_reader", "read_clock",
            "clocks_after", "FMA_PER_CLOCK", "UNSURE", "THROTTLE_DROP"]

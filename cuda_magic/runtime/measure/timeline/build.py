@@ -13,9 +13,9 @@ from __future__ import annotations
 import codecs
 import re
 
-from ...compile.compiler import CompilationResult, compile_resolved
-from ...compile.packaged import is_packaged
-from ...errors import ArgumentError
+from ....compile.compiler import CompilationResult, compile_resolved
+from ....compile.packaged import is_packaged
+from ....errors import ArgumentError
 from .events import name_id
 
 __all__ = ["DEFINE", "LAYER", "instrumented", "marks", "names_in", "HOW"]

@@ -20,11 +20,11 @@ import secrets
 import struct
 import threading
 
-from ...errors import ArgumentError, CudaError, KernelHangError, quote
-from .. import driver
-from ..driver import api, check
-from ..hang import waiting
-from ..types import Param
+from ....errors import ArgumentError, CudaError, KernelHangError, quote
+from ... import driver
+from ...driver import api, check
+from ...hang import waiting
+from ...launch.params import Param
 from .build import instrumented, names_in
 from .events import SLOT_BYTES, Timeline, decode
 

@@ -17,10 +17,10 @@ import ctypes
 import struct
 from typing import Sequence
 
-from .args import ArgumentError
-from .arrays import pointer_arg, reference_arg, unseen
+from ...errors import ArgumentError
+from .pointers import pointer_arg, reference_arg, unseen
 from .staging import stage
-from .types import Param
+from .params import Param
 from .values import CONVERTERS, diagnose, function_arg, struct_arg, unread_arg
 
 __all__ = ["Packer", "natural_layout"]

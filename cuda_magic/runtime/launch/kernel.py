@@ -7,21 +7,23 @@ import sys
 import time
 from typing import Sequence
 
-from .. import settings
-from ..compile.compiler import CompilationResult
-from . import device_print, driver, launch_attrs, worker
-from .launch_attrs import flag
-from .hang import waiting, watchdog
-from .launch_form import launch_form
-from .timeline.recording import timeline as _timeline
-from .args import ArgumentError
+from ... import settings
+from ...compile.compiler import CompilationResult
+from . import device_print, attributes as launch_attrs
+from .. import driver
+from ..helper import worker
+from .attributes import flag
+from ..hang import waiting, watchdog
+from .form import launch_form
+from ..measure.timeline.recording import timeline as _timeline
+from ...errors import ArgumentError
 from .packer import Packer
 from .staging import release
-from . import bench as _bench, bench_history
-from .bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
-from .driver import CudaError, api, check
-from ..errors import KernelHangError, quote
-from .types import Param
+from ..measure import bench as _bench, history as bench_history
+from ..measure.bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
+from ..driver import CudaError, api, check
+from ...errors import KernelHangError, quote
+from .params import Param
 
 __all__ = ["Kernel"]
 
@@ -111,7 +113,7 @@ class Kernel:
 
     unavailable: str | None = None   # set when no build of an arch list runs on this GPU
     module = None                    # the %%cuda Module that holds it (what export() reads)
-    timeline = launch_form(_timeline)   # k.timeline[grid, block](*args): runtime/timeline/
+    timeline = launch_form(_timeline)   # k.timeline[grid, block](*args): runtime/measure/timeline/
 
     def __init__(self, name: str, params: Sequence[Param], result: CompilationResult,
                  symbol: str | None = None, printf: bool = False):
@@ -156,7 +158,7 @@ class Kernel:
             raise CudaError(f"{self.name}: {self.unavailable}", "CUDA_ERROR_NO_BINARY_FOR_GPU")
 
     def _find_symbol(self, lib) -> str:
-        from ..compile.compiler import match_symbol
+        from ...compile.compiler import match_symbol
         symbols = lib.symbols()
         found = match_symbol(self.name, symbols)
         if found is None:
@@ -217,7 +219,7 @@ class Kernel:
                isolate: bool = False) -> None:
         """Launch with keywords: ``k.launch(grid=(64,), block=256, args=(x, y, 2.0, n))``.
 
-        Launch attributes (``cuLaunchKernelEx``, :mod:`cuda_magic.runtime.launch_attrs`):
+        Launch attributes (``cuLaunchKernelEx``, :mod:`cuda_magic.runtime.launch.attributes`):
         ``cluster=(2, 1, 1)`` thread-block clusters of that shape (it must divide the grid; at
         most 16 blocks, 8 portable); ``cooperative=True`` a cooperative launch (grid-wide
         ``cg::this_grid().sync()``; the grid must fit on the GPU at once); ``pdl=True``
@@ -301,7 +303,7 @@ class Kernel:
             try:
                 release(staged, stream, copy_back=True, launch=launch)
             except CudaError as exc:   # the kernel faulted: offer the k.check(...) that finds where
-                from .tools import add_check_hint
+                from ..nsight.run import add_check_hint
                 raise add_check_hint(exc, self, dims, shared)
         elif not self.printf:
             watchdog.note(stream, self, dims)    # it returned at once: watch for a hang
@@ -423,13 +425,13 @@ class Kernel:
                 clock_control: str = "base", cluster=None, cooperative: bool = False,
                 pdl: bool = False):
         """Run this launch once under Nsight Compute (ncu), in a helper process that loads the
-        same binary bytes; returns a :class:`~cuda_magic.runtime.reports.Profile`: duration,
+        same binary bytes; returns a :class:`~cuda_magic.runtime.nsight.reports.Profile`: duration,
         speed of light, occupancy, L1/L2/DRAM throughput, warp stalls, per-line metrics
         (``.lines``) and the ``.ncu-rep`` path. ``metrics``: more metric names to collect;
         ``set``: an ncu section set (``basic``, ``full``...) on top of ours; ``cluster``,
         ``cooperative``, ``pdl``: the launch attributes of :meth:`launch`. See docs/profiling.md.
         """
-        from . import tools
+        from ..nsight import run as tools
         dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
         return tools.profile(self, dims, shared, args, metrics=metrics, set=set,
                              clock_control=clock_control, attrs=attrs)
@@ -450,11 +452,11 @@ class Kernel:
               pdl: bool = False):
         """Replay this launch under compute-sanitizer (``tool``: memcheck, racecheck, initcheck,
         synccheck) in a helper process with the same binary bytes; returns a
-        :class:`~cuda_magic.runtime.reports.Check`: the first errors with cell line, block and
+        :class:`~cuda_magic.runtime.nsight.reports.Check`: the first errors with cell line, block and
         thread. ``options``: more compute-sanitizer flags, one per item; ``cluster``,
         ``cooperative``, ``pdl``: the launch attributes of :meth:`launch`. See docs/profiling.md.
         """
-        from . import tools
+        from ..nsight import run as tools
         dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
         return tools.check(self, dims, shared, args, tool=tool, print_limit=print_limit,
                            options=options, attrs=attrs)
@@ -507,7 +509,7 @@ class Kernel:
         arguments (CuPy/PyTorch outputs are judged on the device); in the helper process
         (``isolate()``, after a fault) NumPy arguments.  See docs/verify.md.
         """
-        from . import verifying
+        from ..verify import verifying
         return verifying.verify_kernel(self, _dims(grid, "grid"), _dims(block, "block"), args,
                                        reference=reference, outputs=outputs, inputs=inputs,
                                        runs=runs, shared_mem=_shared(shared_mem), ulp=ulp,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numbers
 
-from .args import ArgumentError
-from .types import Param, Scalar
+from ...errors import ArgumentError
+from .params import Param, Scalar
 
 __all__ = ["pointer_arg", "reference_arg", "unseen"]
 

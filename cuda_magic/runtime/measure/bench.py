@@ -1,7 +1,7 @@
 """Timing a kernel: warmup, L2 flush, CUDA graphs, events; the :class:`Timing` it returns.
 
 ``Kernel.bench(...)`` checks its keywords with :func:`options`, calls :func:`measure` and
-hands the :class:`Timing` to :func:`~cuda_magic.runtime.bench_history.record`, which keeps it
+hands the :class:`Timing` to :func:`~cuda_magic.runtime.measure.history.record`, which keeps it
 for ``cuda_magic.history(name)``.  The statistics are in :mod:`.stats`, the device's peaks
 and clocks in :mod:`.peaks`, the session's history in :mod:`.bench_history`; how a Timing
 looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``).  Each name
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Sequence
 
-from ..errors import BenchError, quote
-from . import driver
-from .hang import waiting
-from .staging import release
-from .driver import NoGPUError, api, check
+from ...errors import BenchError, quote
+from .. import driver
+from ..hang import waiting
+from ..launch.staging import release
+from ..driver import NoGPUError, api, check
 from .peaks import Clocks, Device, clocks_after, device_info, flop_type, nvml_reader, read_clock
 from .stats import mean, median_ci, quartiles
 
@@ -275,7 +275,7 @@ def _launcher(drv, kernel, handle, dims, shared: int, params, attrs):
     through ``cuLaunchKernelEx`` (:func:`.launch_attrs.config`, made once per stream)."""
     if attrs is None:
         return lambda s: drv.cuLaunchKernel(handle, *dims, shared, s, params, 0)[0]
-    from . import launch_attrs
+    from ..launch import attributes as launch_attrs
 
     def launch(s):
         cfg, func = launch_attrs.config(kernel, dims, shared, s, *attrs)

@@ -3,9 +3,9 @@ passed its check, and after the launch copied back (non-const pointees) and free
 
 from __future__ import annotations
 
-from ..errors import KernelHangError
-from .driver import api, check
-from .hang import waiting
+from ...errors import KernelHangError
+from ..driver import api, check
+from ..hang import waiting
 
 __all__ = ["stage", "release"]
 

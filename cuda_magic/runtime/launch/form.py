@@ -8,8 +8,8 @@ from __future__ import annotations
 import functools
 import inspect
 
-from . import launch_attrs
-from .args import ArgumentError
+from . import attributes as launch_attrs
+from ...errors import ArgumentError
 
 __all__ = ["launch_form"]
 

@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from ...errors import ArgumentError, quote
+from ....errors import ArgumentError, quote
 
 __all__ = ["Event", "Timeline", "decode", "name_id", "unknown_name", "KINDS", "SLOT_BYTES",
            "RECORDER", "slot_dtype"]

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..correctness.formats import FORMAT_TYPES
-from . import driver
+from ...correctness.formats import FORMAT_TYPES
+from .. import driver
 
 __all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "bits_equal", "for_reference",
            "generate", "host_copy", "kind_of", "like", "offset_view", "sentinel", "shape_of",
@@ -165,7 +165,7 @@ def array_format(p, host: np.ndarray, a, kind: str) -> tuple[str | None, bool]:
     if d.kind == "f" and d.name in ("float16", "float32", "float64"):
         return d.name, False
     if type(d).__module__.split(".")[0] == "ml_dtypes" or d.type.__module__.split(".")[0] == "ml_dtypes":
-        from ..correctness.formats import format_of
+        from ...correctness.formats import format_of
         fmt = format_of(dtype=d)
         return (fmt.name if fmt is not None else None), False
     named = FORMAT_TYPES.get(getattr(p, "type", ""))
@@ -177,7 +177,7 @@ def array_format(p, host: np.ndarray, a, kind: str) -> tuple[str | None, bool]:
 def generate(arr: Array, mode: str, rng) -> np.ndarray:
     """The host contents of ``arr`` for an input ``mode``: "given" (a copy), "random" (integers
     within the range passed, so indices stay valid) or "edge"."""
-    from ..correctness import inputs
+    from ...correctness import inputs
     given = arr.host
     if mode == "given":
         return given.copy()
@@ -193,7 +193,7 @@ def generate(arr: Array, mode: str, rng) -> np.ndarray:
 
 def sentinel(arr: Array) -> np.ndarray:
     """What an output holds before each launch, so a kernel that writes nothing is seen."""
-    from ..correctness import inputs
+    from ...correctness import inputs
     s = inputs.sentinel(arr.host.shape, arr.gen_dtype)
     return s.view(arr.host.dtype) if s.dtype != arr.host.dtype else s
 

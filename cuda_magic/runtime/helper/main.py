@@ -1,4 +1,4 @@
-"""The worker's helper process (:mod:`.worker`): ``python3 -m cuda_magic.runtime.worker_main``.
+"""The worker's helper process (:mod:`.worker`): ``python3 -m cuda_magic.runtime.helper.main``.
 
 It reads ``(op, program, name, payload, launch time limit)`` messages (:func:`.worker.message`) from stdin and
 answers each on stdout, over :mod:`.helper.transport`: ``("ok", (result, printed, arrays))``
@@ -13,11 +13,11 @@ from __future__ import annotations
 import io
 import sys
 
-from . import driver
-from .. import settings
-from .hang import gdb, waiting
-from .helper import encoding, transport
-from .kernel import Kernel
+from .. import driver
+from ... import settings
+from ..hang import gdb, waiting
+from . import encoding, transport
+from ..launch.kernel import Kernel
 
 __all__ = ["serve", "main"]
 
@@ -85,5 +85,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     # run as the package's module, not as __main__, so what it pickles names cuda_magic's classes
-    from cuda_magic.runtime import worker_main as _worker_main
+    from cuda_magic.runtime.helper import main as _worker_main
     sys.exit(_worker_main.main())

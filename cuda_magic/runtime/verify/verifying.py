@@ -15,13 +15,12 @@ import re
 
 import numpy as np
 
-from ..correctness.formats import FORMAT_TYPES
-from ..errors import ArgumentError, CudaError, VerifyError, quote
-from . import driver
-from .hang import waiting
-from .verify_arrays import (Array, DeviceView, array_format, bits_equal, block_tile, for_reference,
-                            generate, host_copy, kind_of, like, offset_view, sentinel, shape_of,
-                            size_of, to_numpy)
+from ...correctness.formats import FORMAT_TYPES
+from ...errors import ArgumentError, CudaError, VerifyError, quote
+from .. import driver
+from ..hang import waiting
+from .buffers import (Array, DeviceView, array_format, bits_equal, block_tile, for_reference, generate,
+                      host_copy, kind_of, like, offset_view, sentinel, shape_of, size_of, to_numpy)
 
 __all__ = ["verify_kernel", "FORMAT_TYPES", "MODES", "block_tile", "count_param"]
 
@@ -66,8 +65,8 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     if not isinstance(offset, (bool, np.bool_)):
         raise VerifyError(f"offset={quote(offset, 40)}: True (launch once more with the inputs "
                           f"one element past an aligned address) or False")
-    from ..correctness.check import check_tile
-    from ..correctness.rules import check_params
+    from ...correctness.check import check_tile
+    from ...correctness.rules import check_params
     check_params(ulp, rtol, atol, reduction)
     tile = ({n: check_tile(t) for n, t in tile.items()} if isinstance(tile, dict)
             else check_tile(tile))
@@ -137,7 +136,7 @@ def _run(kernel, grid3, block3, shared_mem, launched) -> None:
 
 def _check_runs(runs) -> int:
     """``runs=``: an int from 1 to bench's MAX_COUNT (a typo's 10**9 would never end)."""
-    from .bench import MAX_COUNT
+    from ..measure.bench import MAX_COUNT
     if not isinstance(runs, (int, np.integer)) or isinstance(runs, bool) or runs < 1:
         raise VerifyError(f"runs={quote(runs, 40)}: the number of launches must be an int >= 1")
     if runs > MAX_COUNT:
@@ -254,7 +253,7 @@ def _launch_args(args, arrays: dict, hosts: dict | None = None) -> list:
 
 
 def _spread(a, b, arr: Array) -> float:
-    from ..correctness import ulp_distance
+    from ...correctness import ulp_distance
     ha, hb = to_numpy(a)[0], to_numpy(b)[0]
     d = ulp_distance(ha, hb, dtype=arr.dtype_arg)
     return float(np.max(d)) if np.size(d) else 0.0
@@ -388,7 +387,7 @@ class _Checker:
 
     def one(self, name, out, ref, launched, *, label=None, initial=None, host=False):
         """The OutputCheck of output ``name``."""
-        from ..correctness import verify
+        from ...correctness import verify
         arr = self.arrays[name]
         if initial is None:
             initial = arr.host if host else like(arr.host, arr.arg, arr.kind)
@@ -410,7 +409,7 @@ class _Checker:
 
     def between(self, name, out, out0) -> bool:
         """Whether two runs' outputs are within the rule of each other."""
-        from ..correctness import verify
+        from ...correctness import verify
         return bool(verify(out, out0, self.arrays[name].dtype_arg, **self.rule, name=name))
 
     def verdict(self, checks, runs, deterministic, spread):
@@ -468,7 +467,7 @@ def _expected(arr: Array, ref, how: str | None, upto: int) -> np.ndarray:
     if ref_np.dtype == sent.dtype:
         full = sent.copy()
     else:
-        from ..correctness import from_bits
+        from ...correctness import from_bits
         if arr.fmt is None:
             full = sent.astype(ref_np.dtype)
         elif arr.codes:

@@ -10,7 +10,7 @@ import re
 import sys
 import tempfile
 
-from .driver import CudaError
+from ..driver import CudaError
 
 __all__ = ["captured", "assert_message"]
 

@@ -13,7 +13,7 @@ import statistics
 from fractions import Fraction
 from typing import Sequence
 
-from ..errors import BenchError
+from ...errors import BenchError
 
 __all__ = ["median_ci", "quartiles", "mean", "CI_LEVEL"]
 

@@ -14,7 +14,7 @@ launch?  And how long does exporting take, how big is what it writes?
                  libcuda's cuLaunchKernel through ctypes on torch.cuda.current_stream()
      exported+out / hand+out   the same with y allocated by the op (outputs={"y": "like x"})
      empty op    a custom_op whose body does nothing: the dispatcher's own cost
-     raw launch  the export's _driver.Kernel.launch alone (no op, no checks)
+     raw launch  the export's _driver.LoadedKernel.launch alone (no op, no checks)
    goal: exported - hand <= 1 µs per call (median paired difference), both forms.
 """
 

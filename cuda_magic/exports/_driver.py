@@ -4,7 +4,7 @@ cuda-magic copies this file, unchanged, into every export (a torch package's ``_
 the body of a cubin export's ``kernel.py``), so an exported kernel runs where there is a GPU
 driver and Python: no NVRTC, no toolkit, no cuda-magic, no cuda-python.  Standard library only.
 
-A :class:`Kernel` holds the builds of one kernel (one per arch, each the bytes the notebook
+A :class:`LoadedKernel` holds the builds of one kernel (one per arch, each the bytes the notebook
 compiled), picks the one for each GPU it runs on (:func:`pick`), loads it with
 ``cuLibraryLoadData`` (context-independent: one load serves every GPU that takes that build)
 and launches with ``cuLaunchKernel`` on the stream it is given, its parameters packed by a
@@ -17,7 +17,7 @@ import struct
 import sys
 import threading
 
-__all__ = ["CudaError", "Build", "Kernel", "pick", "dims", "bf16", "stream_handle", "pointer"]
+__all__ = ["CudaError", "Build", "LoadedKernel", "pick", "dims", "bf16", "stream_handle", "pointer"]
 
 
 class CudaError(RuntimeError):
@@ -223,7 +223,7 @@ def pointer(v, name):
                     f"array with __cuda_array_interface__, not {type(v).__name__}")
 
 
-class Kernel:
+class LoadedKernel:
     """One exported kernel: ``name`` (as the notebook named it), ``symbol`` (its entry in the
     binary), ``signature`` (its C parameters, for messages), ``fmt`` (the ``struct`` format of
     its parameter buffer, offsets included), ``params`` (their names, in order), ``builds``

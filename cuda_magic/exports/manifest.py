@@ -98,7 +98,7 @@ def _build(b, kernels, where) -> dict:
 def manifest(name: str, fmt: str, version: str, kernels, source: str, cuda_magic_version: str,
              ops: dict | None = None, files: dict | None = None, names: dict | None = None,
              families: dict[str, str] | None = None) -> dict:
-    """The manifest of an export of ``kernels`` (:class:`~.spec.Kernel`) from ``source``;
+    """The manifest of an export of ``kernels`` (:class:`~.spec.KernelSpec`) from ``source``;
     ``ops``: kernel name -> its op's schema and rules (torch); ``files``: the other files
     written, name -> sha256; ``names``: kernel name -> the names the generated files give it
     (``python``: its attribute; ``c``: its launcher's suffix, ``c_params``: its parameters in

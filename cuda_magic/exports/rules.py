@@ -28,7 +28,7 @@ import tokenize
 from dataclasses import dataclass
 
 from ..errors import ExportError, quote
-from .spec import DTYPES, Kernel, ParamSpec
+from .spec import DTYPES, KernelSpec, ParamSpec
 
 __all__ = ["Rules", "Output", "Function", "rules_for", "NAMES", "BUILTINS"]
 
@@ -279,7 +279,7 @@ def _function(fn, where: str, params: set[str], key: str) -> Function:
     return Function(key, text, None if isinstance(node, ast.Lambda) else node.name, tuple(names))
 
 
-def _rule(value, key: str, k: Kernel, params: set[str]) -> tuple["str | Function", str]:
+def _rule(value, key: str, k: KernelSpec, params: set[str]) -> tuple["str | Function", str]:
     """``(python expression or function, as given)`` of a grid, block or shared rule."""
     where = f"{key} of {k.name}"
     if isinstance(value, bool) or value is None:
@@ -308,7 +308,7 @@ def _dtype(value, where: str) -> str:
     return name
 
 
-def _output(param: ParamSpec, spec, k: Kernel, inputs: set[str], tensors: list[str]) -> Output:
+def _output(param: ParamSpec, spec, k: KernelSpec, inputs: set[str], tensors: list[str]) -> Output:
     where = f"outputs of {k.name}: '{param.name}'"
     dtype = None
     if isinstance(spec, tuple) and len(spec) == 2 and (isinstance(spec[1], str) or
@@ -337,7 +337,7 @@ def _output(param: ParamSpec, spec, k: Kernel, inputs: set[str], tensors: list[s
                       f"ints or a function of the inputs, not {quote(spec, 80)}")
 
 
-def rules_for(k: Kernel, options: dict) -> Rules:
+def rules_for(k: KernelSpec, options: dict) -> Rules:
     """One kernel's :class:`Rules` from its options (``grid``, ``block``, ``shared``,
     ``outputs``), each checked against the kernel's parameters."""
     unknown = sorted(set(options) - set(_KEYS))

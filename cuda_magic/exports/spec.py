@@ -2,7 +2,7 @@
 them out, and every build of it (one per arch of an arch list), bytes as compiled.
 
 Pure data, no CUDA: :func:`collect` turns a :class:`~cuda_magic.cell.Module` (or one of its
-kernels) into :class:`Kernel` records over :class:`Build` records, named so that the files an
+kernels) into :class:`KernelSpec` records over :class:`BuildSpec` records, named so that the files an
 export writes are the same every time (``scale.sm_90a.cubin``).
 """
 
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from ..cell import Module
 from ..compile.compiler import CompilationResult
 from ..errors import ExportError, NoKernelError, quote
-from ..runtime import Kernel as NotebookKernel
+from ..runtime import Kernel
 from ..runtime.launch.params import Param
 
-__all__ = ["Build", "Kernel", "ParamSpec", "collect", "TORCH_DTYPES", "DTYPES"]
+__all__ = ["BuildSpec", "KernelSpec", "ParamSpec", "collect", "TORCH_DTYPES", "DTYPES"]
 
 # pointee type -> (torch dtype name, alignment in bytes beyond the element's own, or 0)
 TORCH_DTYPES: dict[str, tuple[str, int]] = {
@@ -79,7 +79,7 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
-class Build:
+class BuildSpec:
     """One binary as compiled (``data`` byte for byte) and the file an export writes it to."""
 
     file: str
@@ -104,7 +104,7 @@ class Build:
 
 
 @dataclass(frozen=True)
-class Kernel:
+class KernelSpec:
     """One kernel to export: ``name`` (its Python name), ``cxx`` (the name shown in the
     notebook), ``symbol`` (its entry in the binary), ``params`` and its ``builds`` (arch order)."""
 
@@ -112,7 +112,7 @@ class Kernel:
     cxx: str
     symbol: str
     params: tuple[ParamSpec, ...]
-    builds: tuple[Build, ...]
+    builds: tuple[BuildSpec, ...]
 
     @property
     def signature(self) -> str:
@@ -147,7 +147,7 @@ def _python_name(name: str, i: int, taken: set[str]) -> str:
     return name
 
 
-def _params(k: NotebookKernel, r: CompilationResult) -> tuple[ParamSpec, ...]:
+def _params(k: Kernel, r: CompilationResult) -> tuple[ParamSpec, ...]:
     entry = next((e for e in r.entries if e.symbol == k.symbol), None)
     layout = entry.params if entry is not None else None
     if layout is None:
@@ -195,16 +195,16 @@ def source_of(obj) -> tuple[Module, list[str] | None]:
     bound from one (that kernel)."""
     if isinstance(obj, Module):
         return obj, None
-    module = getattr(obj, "module", None) if isinstance(obj, NotebookKernel) else None
+    module = getattr(obj, "module", None) if isinstance(obj, Kernel) else None
     if isinstance(module, Module):
         return module, [obj.name]
-    what = "a Kernel that no %%cuda module holds" if isinstance(obj, NotebookKernel) else \
+    what = "a Kernel that no %%cuda module holds" if isinstance(obj, Kernel) else \
         type(obj).__name__
     raise ExportError(f"export takes a %%cuda Module (--name NAME binds it) or one of its kernels, "
                       f"not {what}")
 
 
-def collect(module: Module, kernels=None) -> tuple[Kernel, ...]:
+def collect(module: Module, kernels=None) -> tuple[KernelSpec, ...]:
     """The kernels to export (``kernels``: names in any spelling ``m[...]`` takes; default every
     kernel), each with every build of it, in the module's arch order."""
     if not module.kernels:
@@ -223,14 +223,14 @@ def collect(module: Module, kernels=None) -> tuple[Kernel, ...]:
             if id(r) not in files:
                 stem = python[name]
                 files[id(r)] = f"{stem}.{r.arch}.{_EXTENSIONS[r.format]}"
-            builds.append(Build(files[id(r)], r))
+            builds.append(BuildSpec(files[id(r)], r))
         params = _params(k, builds[0].result)
         for b in builds[1:]:
             other = _params(k, b.result)
             if [(p.offset, p.size) for p in other] != [(p.offset, p.size) for p in params]:
                 raise ExportError(f"{name}: its parameters are laid out differently in the "
                                   f"{b.arch} build than in the {builds[0].arch} build")
-        out.append(Kernel(python[name], name, k.symbol, params, tuple(builds)))
+        out.append(KernelSpec(python[name], name, k.symbol, params, tuple(builds)))
     used = [k.name for k in out]
     if len(set(used)) != len(used):
         raise ExportError(f"two kernels have the same Python name: {quote(used, 120)}")

@@ -20,7 +20,7 @@ import pathlib
 
 from .names import Names, bound_names, py_comment, py_doc, py_ident, py_reserved
 from .rules import NAMES, Function, Rules
-from .spec import Kernel, ParamSpec
+from .spec import KernelSpec, ParamSpec
 
 __all__ = ["init_source", "schema", "mutated", "template", "names", "TEMPLATES", "RESERVED"]
 
@@ -48,17 +48,17 @@ def _schema_type(p: ParamSpec) -> str:
     return {"torch.Tensor": "Tensor", "bool": "bool", "float": "float", "int": "SymInt"}[_hint(p)]
 
 
-def mutated(k: Kernel, r: Rules) -> list[ParamSpec]:
+def mutated(k: KernelSpec, r: Rules) -> list[ParamSpec]:
     outs = {o.param for o in r.outputs}
     return [p for p in k.params if p.kind == "pointer" and not p.const and p.name not in outs]
 
 
-def _inputs(k: Kernel, r: Rules) -> list[ParamSpec]:
+def _inputs(k: KernelSpec, r: Rules) -> list[ParamSpec]:
     outs = {o.param for o in r.outputs}
     return [p for p in k.params if p.name not in outs]
 
 
-def schema(namespace: str, k: Kernel, r: Rules, op: str | None = None) -> str:
+def schema(namespace: str, k: KernelSpec, r: Rules, op: str | None = None) -> str:
     """The op's schema as ``torch.library`` infers it from the generated function
     (``scale_ops::scale(Tensor x, float a, SymInt n) -> Tensor``); ``op``: its name (default
     the one :func:`names` gives it alone)."""
@@ -129,7 +129,7 @@ RESERVED = frozenset(bound_names(_HEAD.format(doc="", ops=[], version="", namesp
 
 
 def names(items) -> list[dict]:
-    """Per (Kernel, Rules) of ``items``, the module-level names the package gives its op
+    """Per (KernelSpec, Rules) of ``items``, the module-level names the package gives its op
     (``op``: the function and the op's name) and what the op uses (``K``, ``launch``,
     ``outputs``, ``fake``, ``dtype`` by parameter, ``rules`` by rule key, ``defs``: the name a
     def rule keeps), none of them one the module uses for itself or a parameter's, none twice."""
@@ -176,7 +176,7 @@ def _definition(f: Function, nm: dict) -> str:
     return f"{source}\n\n\n{alias} = {name}"
 
 
-def _launch(k: Kernel, r: Rules, nm: dict) -> list[str]:
+def _launch(k: KernelSpec, r: Rules, nm: dict) -> list[str]:
     """``_launch_<op>``: each tensor checked in one line, then the launch."""
     tensors = [p for p in k.params if p.kind == "pointer"]
     out_dtypes = {o.param for o in r.outputs}
@@ -202,12 +202,12 @@ def _launch(k: Kernel, r: Rules, nm: dict) -> list[str]:
                     f"{_call(r.block, nm)}, {_call(r.shared, nm)}, {values})", "", ""]
 
 
-def _kernel_block(namespace: str, k: Kernel, r: Rules, nm: dict) -> str:
+def _kernel_block(namespace: str, k: KernelSpec, r: Rules, nm: dict) -> str:
     n = nm["op"]
     builds = "".join(f"\n     _build({b.arch!r}, {b.format!r}, {b.file!r}, {b.sha256!r}),"
                      for b in k.builds)
     lines = [f"# -- {py_comment(f'{k.cxx}({k.signature})')}", "",
-             f"{nm['K']} = _driver.Kernel(",
+             f"{nm['K']} = _driver.LoadedKernel(",
              f"    {k.name!r}, {k.symbol!r}, {k.signature!r},",
              f"    {k.struct_format!r}, {tuple(p.offset for p in k.params)!r},",
              f"    {tuple(p.name for p in k.params)!r},",
@@ -251,7 +251,7 @@ def _kernel_block(namespace: str, k: Kernel, r: Rules, nm: dict) -> str:
 
 def init_source(namespace: str, version: str, items, cuda_magic_version: str,
                 module: str | None = None) -> str:
-    """The generated ``__init__.py`` of package ``namespace`` for ``items`` ((Kernel, Rules)
+    """The generated ``__init__.py`` of package ``namespace`` for ``items`` ((KernelSpec, Rules)
     pairs), imported as ``module`` (its directory's name; default ``namespace``)."""
     nms = names(items)
     schemas = "\n".join(f"    {schema(namespace, k, r, nm['op'])}" for (k, r), nm in zip(items, nms))

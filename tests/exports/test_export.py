@@ -672,7 +672,7 @@ def test_stream_handle_and_pointer():
 
 
 def _kernel(kinds=("p", "s8", "b", "v", "v")):
-    return _driver.Kernel("k", "k", "const float* x, Pair p, __nv_bfloat16 w, int n, float f",
+    return _driver.LoadedKernel("k", "k", "const float* x, Pair p, __nv_bfloat16 w, int n, float f",
                           "=Q8sHxxif", (0, 8, 16, 20, 24), ("x", "p", "w", "n", "f"), (), kinds)
 
 
@@ -685,7 +685,7 @@ def test_kernel_values_convert_each_argument():
     assert k.values([None, bytearray(8), _bits_to_float(0x3F808000), -1, 2]) == \
         [0, b"\0" * 8, 0x3F80, -1, 2]
     k.values([0, memoryview(pair), 0.0, 0, 0.0])            # anything bytes() takes
-    plain = _driver.Kernel("v", "v", "int a", "=i", (0,), ("a",), ())
+    plain = _driver.LoadedKernel("v", "v", "int a", "=i", (0,), ("a",), ())
     assert plain.kinds == ("v",) and plain.values([5]) == [5]
 
 

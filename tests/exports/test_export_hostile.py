@@ -152,7 +152,7 @@ def test_kernel_py_and_the_packages_import_and_run_without_running_the_text(host
         out = {{"kernel_doc": kernel.__doc__, "signatures": {{}}, "docs": {{}}, "errors": {{}}}}
         for name in kernel.__all__:
             k = getattr(kernel, name)
-            if isinstance(k, kernel.Kernel):
+            if isinstance(k, kernel.LoadedKernel):
                 out["signatures"][name] = k.signature
         for pkg in (hpkg, hwheel):
             for op in pkg.__all__:
@@ -342,7 +342,7 @@ def test_the_generated_names_are_many(generated_names):
         set(generated_names["c"]["kernels"])
     assert {"grid_x", "stream", "shared_bytes", "cm_args", "cm_m", "CUdeviceptr", "linux"} <= \
         set(generated_names["c"]["params"])
-    assert {"Kernel", "ctypes", "CudaError", "len", "sys", "threading"} <= \
+    assert {"LoadedKernel", "ctypes", "CudaError", "len", "sys", "threading"} <= \
         set(generated_names["loader"]["kernels"])
     assert {"hashlib", "cdiv", "math", "torch", "block_rule", "TEMPLATES", "K_k"} <= \
         set(generated_names["torch"]["kernels"])
@@ -372,7 +372,7 @@ def test_kernel_h_compiles_with_every_generated_name(what, generated_names, tmp_
 def test_kernel_py_imports_with_every_generated_name(generated_names, tmp_path):
     km, knames = built(generated_names["loader"]["kernels"], kernels_named)
     pm, pnames = built(generated_names["loader"]["params"], params_named)
-    assert {"Kernel", "ctypes", "len"} <= set(knames)
+    assert {"LoadedKernel", "ctypes", "len"} <= set(knames)
     assert sorted(k.name for k in collect(km)) == sorted(knames)
     out = {}
     for tag, m in (("kernels", km), ("params", pm)):
@@ -392,12 +392,12 @@ def test_kernel_py_imports_with_every_generated_name(generated_names, tmp_path):
                 error = None
             except kernel.CudaError as err:
                 error = err.name
-            print(json.dumps({{"got": got, "error": error, "types": [type(kernel.Kernel).__name__,
+            print(json.dumps({{"got": got, "error": error, "types": [type(kernel.LoadedKernel).__name__,
                               type(kernel.ctypes).__name__, type(kernel.struct).__name__]}}))
             """, run, blocked=("cuda_magic", "torch", "numpy", "cupy"))
         no_pwned(run)
         for k in collect(m):
-            assert out[tag]["got"][k.name] == ["Kernel", k.symbol, [p.name for p in k.params]]
+            assert out[tag]["got"][k.name] == ["LoadedKernel", k.symbol, [p.name for p in k.params]]
         assert out[tag]["types"] == ["type", "module", "module"]
         assert out[tag]["error"] in ("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_INVALID_VALUE",
                                      "CUDA_ERROR_NO_BINARY_FOR_GPU")
@@ -667,31 +667,31 @@ def test_keyword_kernel_names_get_python_names(tmp_path):
 
 @pytest.mark.gpu
 def test_kernels_and_parameters_named_like_generated_names_run_on_the_gpu(tmp_path):
-    """On the GPU: an op named cdiv (beside rules that call cdiv), one named Kernel with a
-    parameter named _torch, and kernel.py's Kernel_ give the kernels' results."""
+    """On the GPU: an op named cdiv (beside rules that call cdiv), one named LoadedKernel with a
+    parameter named _torch, and kernel.py's LoadedKernel_ give the kernels' results."""
     torch = pytest.importorskip("torch")
     import importlib.util
     m = build('extern "C" __global__ void cdiv(float* y, int n, int stream) {\n'
               '    int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = i + stream; }\n'
-              'extern "C" __global__ void Kernel(float* y, int n, int _torch) {\n'
+              'extern "C" __global__ void LoadedKernel(float* y, int n, int _torch) {\n'
               '    int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2 * i + _torch; }\n',
               {})
     name = f"gpu_names_{tmp_path.name[-12:].replace('-', '_')}"
     e = export(m, "torch", tmp_path / name, grid="cdiv(n, 256)", block=256)
     c = export(m, "cubin", tmp_path / "kx")
-    assert [k["python"] for k in e.manifest["kernels"]] == ["cdiv_", "Kernel"]
+    assert [k["python"] for k in e.manifest["kernels"]] == ["cdiv_", "LoadedKernel"]
     sys.path.insert(0, str(tmp_path))
     try:
         pkg = __import__(name)
         y = torch.zeros(1000, device="cuda")
         pkg.cdiv_(y, 1000, 5)
         assert torch.equal(y, torch.arange(1000, device="cuda", dtype=torch.float32) + 5)
-        pkg.Kernel(y, 1000, 3)
+        pkg.LoadedKernel(y, 1000, 3)
         assert torch.equal(y, 2 * torch.arange(1000, device="cuda", dtype=torch.float32) + 3)
         spec = importlib.util.spec_from_file_location(f"{name}_loader", f"{c.path}/kernel.py")
         loader = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(loader)
-        loader.Kernel_[4, 256](y, 1000, 7)
+        loader.LoadedKernel_[4, 256](y, 1000, 7)
         loader.cdiv[4, 256](y, 10, 1)
         torch.cuda.synchronize()
         want = 2 * torch.arange(1000, device="cuda", dtype=torch.float32) + 7

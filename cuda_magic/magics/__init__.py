@@ -2,7 +2,7 @@
 ``%cuda_config`` and how their results display.
 
 The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.variants`
-(variants and sweeps) and :mod:`cuda_magic.display` (views).  Here: ``magics`` (the
+(variants and sweeps) and :mod:`cuda_magic.display` (views).  Here: ``commands`` (the
 :class:`CudaMagics` class: parse, call, display), ``options`` (the options of the magic lines,
 each declared once), ``args`` (parsing a magic line), ``session`` (``%cuda_config``'s
 transaction over the session's config), ``compiling`` (the status line and the failed compile's
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..display import frontend as _frontend
 from . import formatters
-from .magics import CudaMagics
+from .commands import CudaMagics
 
 __all__ = ["CudaMagics", "load"]
 

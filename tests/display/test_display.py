@@ -317,7 +317,7 @@ def test_static_sass_from_the_environment(monkeypatch):
     """CUDA_MAGIC_STATIC_SASS=1 (what notebooks/run.py sets for its kernel) is the trait's
     default; setting the trait (%config) sets the setting, which then wins over the variable."""
     from cuda_magic import settings
-    from cuda_magic.magics.magics import CudaMagics
+    from cuda_magic.magics.commands import CudaMagics
     monkeypatch.setenv("CUDA_MAGIC_STATIC_SASS", "1")
     settings.reset("static_sass")           # an earlier %config set it: that wins over the variable
     try:

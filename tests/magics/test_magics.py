@@ -123,8 +123,8 @@ def test_the_view_says_why_nothing_was_loaded(shell, monkeypatch):
     m = shell.run_cell_magic("cuda", A + " --compile-only", SAXPY)
     assert "not loaded: --compile-only (compiled and shown; no kernels bound or loaded)" in \
         view(m).text()
-    import cuda_magic.magics.magics as magics_module
-    monkeypatch.setattr(magics_module, "detect_arch_soon", lambda: (lambda: None))   # no GPU
+    import cuda_magic.magics.commands as commands
+    monkeypatch.setattr(commands, "detect_arch_soon", lambda: (lambda: None))   # no GPU
     m = shell.run_cell_magic("cuda", A + " --force", SAXPY)
     text = view(m).text()
     assert "not loaded: no NVIDIA GPU and driver here, so compiled only" in text

@@ -1,4 +1,4 @@
-"""The magics: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%%cuda_tune``,
+"""The magic commands: ``%%cuda``, ``%%cuda_header``, ``%%cuda_compare``, ``%%cuda_tune``,
 ``%cuda_config`` and ``%cuda_export`` on one IPython ``Magics`` class, with the session's settings as its traitlets.
 
 Each magic parses its line, calls the layer that does the work (:mod:`cuda_magic.cell`,

@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cuda_magic  # noqa: E402
-from cuda_magic.compile import headers, pch  # noqa: E402
+from cuda_magic.compile import pch, toolkit_headers  # noqa: E402
 from common import timed  # noqa: E402
 
 HEAVY = r'''#include <cub/block/block_reduce.cuh>
@@ -138,7 +138,7 @@ def main() -> None:
     ap.add_argument("--headers", help="part 1 for these headers only (comma-separated)")
     args = ap.parse_args()
     print(f"NVRTC {cuda_magic.get_backend('nvrtc').version()}   arch {args.arch}   "
-          f"CPUs {os.cpu_count()}\n{headers.families_note()}")
+          f"CPUs {os.cpu_count()}\n{toolkit_headers.families_note()}")
     line = cuda_magic.line_config(arch=args.arch)
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,6 +15,9 @@ Nsight Compute the user put on ``PATH`` is the one they mean, not the toolkit's 
 name (``c++filt``, ``ptxas``) is looked for the same way.  A tool not found raises
 :class:`ToolNotFoundError` saying where it looked and how to get it (:data:`TOOLS`).
 
+The CUDA toolkits named by the environment and the system's own are looked for in one order
+everywhere (tools here, toolkit headers, ``libcudadevrt.a``): :func:`cuda_roots`.
+
 Paths found are kept per name and environment (``PATH``, ``CUDA_HOME``, ``CUDA_PATH``,
 ``CONDA_PREFIX``), and checked to be still there when asked again; :func:`clear` forgets them.
 :func:`version` runs ``TOOL --version`` once per path.
@@ -34,14 +37,33 @@ from typing import Mapping, Sequence
 
 from .errors import ToolNotFoundError
 
-__all__ = ["find", "version", "clear", "Tool", "TOOLS", "SYSTEM", "ToolNotFoundError"]
+__all__ = ["find", "version", "clear", "cuda_homes", "cuda_roots", "Tool", "TOOLS", "SYSTEM",
+           "SYSTEM_TOOLKIT", "ToolNotFoundError"]
+
+SYSTEM_TOOLKIT = "/usr/local/cuda"     #: the system's CUDA toolkit, looked in after the environment's
+_HOMES = ("CUDA_HOME", "CUDA_PATH")     # the variables that name a CUDA toolkit, in the order used
+
+
+def cuda_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CUDA toolkits the environment names: ``{"CUDA_HOME": path, "CUDA_PATH": path}``,
+    those set (and not empty), in that order, ``~`` expanded.  ``environ``: default
+    ``os.environ``."""
+    env = os.environ if environ is None else environ
+    return {v: os.path.expanduser(env[v]) for v in _HOMES if env.get(v)}
+
+
+def cuda_roots(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The CUDA toolkit directories, in the order cuda-magic looks in them: ``$CUDA_HOME``,
+    ``$CUDA_PATH`` (:func:`cuda_homes`), then the system's :data:`SYSTEM_TOOLKIT`."""
+    return [*cuda_homes(environ).values(), SYSTEM_TOOLKIT]
+
 
 # The system's places, looked in last: "*" for every tool, then the tool's own (globs: the
 # newest version first).
 SYSTEM: dict[str, tuple[str, ...]] = {
-    "*": ("/usr/local/cuda/bin",),
-    "ncu": ("/opt/nvidia/nsight-compute/*", "/usr/local/cuda/nsight-compute*"),
-    "compute-sanitizer": ("/usr/local/cuda/compute-sanitizer",),
+    "*": (os.path.join(SYSTEM_TOOLKIT, "bin"),),
+    "ncu": ("/opt/nvidia/nsight-compute/*", os.path.join(SYSTEM_TOOLKIT, "nsight-compute*")),
+    "compute-sanitizer": (os.path.join(SYSTEM_TOOLKIT, "compute-sanitizer"),),
     "c++filt": ("/usr/bin",),
 }
 
@@ -155,7 +177,7 @@ def _dirs(places: Sequence[str]) -> list[str]:
 def _search(name: str, env: Mapping[str, str], system: Sequence[str] | None, *,
             pathfinder: bool) -> str:
     tool = TOOLS.get(name, _OTHER)
-    homes = [v for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
+    homes = cuda_homes(env)
     places = [*SYSTEM.get("*", ()), *SYSTEM.get(name, ())] if system is None else list(system)
 
     def on_path():
@@ -167,7 +189,7 @@ def _search(name: str, env: Mapping[str, str], system: Sequence[str] | None, *,
     steps = [("NVIDIA pip wheels, conda, CUDA_PATH/CUDA_HOME (cuda.pathfinder)",
               lambda: _from_pathfinder(name)) if pathfinder and _pathfinder_knows(name) else None,
              (", ".join(f"${v}/bin" for v in homes),
-              lambda: in_dirs(os.path.join(env[v], "bin") for v in homes)) if homes else None,
+              lambda: in_dirs(os.path.join(d, "bin") for d in homes.values())) if homes else None,
              ("PATH", on_path),
              (", ".join(places), lambda: in_dirs(_dirs(places))) if places else None]
     steps = [s for s in steps if s]

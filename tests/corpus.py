@@ -65,7 +65,7 @@ def include_dir(requires: str) -> pathlib.Path | None:
     """The include directory that holds ``requires``' headers (``"cutlass"``, ``"curand"``,
     ``"crt"``), found where cuda-magic finds it (pip wheels, site directories, CUDA_HOME, the
     system toolkit: ``headers.header_dirs``), or None when not installed."""
-    from cuda_magic.compile.headers import header_dirs
+    from cuda_magic.compile.toolkit_headers import header_dirs
     if requires not in ("cutlass", "curand", "crt"):
         raise ValueError(f"unknown requirement {requires!r}")
     path = header_dirs().get(requires)

@@ -139,3 +139,36 @@ def test_the_old_finders_are_gone():
     for mod, name in ((nvcc, "find_nvcc"), (inspect, "find_tool"), (disasm, "find_tool"),
                       (rtools, "find_tool")):
         assert not hasattr(mod, name), f"{mod.__name__}.{name}"
+
+
+# ---- the CUDA toolkits: one search order, written once --------------------------------------------
+
+def test_cuda_roots_order(tmp_path, monkeypatch):
+    env = {"CUDA_PATH": str(tmp_path / "p"), "CUDA_HOME": "~/cuda-x", "PATH": ""}
+    assert finder.cuda_homes(env) == {"CUDA_HOME": os.path.expanduser("~/cuda-x"),
+                                      "CUDA_PATH": str(tmp_path / "p")}
+    assert finder.cuda_roots(env) == [os.path.expanduser("~/cuda-x"), str(tmp_path / "p"),
+                                      "/usr/local/cuda"]
+    assert finder.cuda_roots({"CUDA_HOME": ""}) == ["/usr/local/cuda"]
+    from cuda_magic.compile import toolkit_headers
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "home"))
+    roots = toolkit_headers.search_roots()
+    assert roots.index(str(tmp_path / "home" / "include")) < roots.index("/usr/local/cuda/include")
+
+
+def test_the_toolkit_search_is_written_only_in_tools():
+    """``$CUDA_HOME``, ``$CUDA_PATH`` and ``/usr/local/cuda`` as code (not prose) only in
+    cuda_magic/tools.py: every other module asks :func:`cuda_magic.tools.cuda_roots`."""
+    import ast
+    import pathlib
+    root = pathlib.Path(cuda_magic.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "tools.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    (node.value in ("CUDA_HOME", "CUDA_PATH") or
+                     node.value.startswith("/usr/local/cuda")):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

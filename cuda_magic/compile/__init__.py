@@ -10,8 +10,9 @@ from .backends import Backend, get_backend, list_backends, register_backend
 from .backends.limits import set_compile_timeout
 from .compiler import (CompilationResult, clear_cache, compile_resolved, compile_source,
                        resolve_layers, set_cache_dir, set_cache_limit)
-from .headers import define_header, header_dirs, remove_header, session_headers
+from .header_store import define_header, remove_header, session_headers
 from .pch import clear as clear_pch
+from .toolkit_headers import header_dirs
 from .ptxas import Resources, parse_ptxas
 
 # what cuda_magic exports from here (its errors are in errors.py)

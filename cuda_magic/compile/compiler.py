@@ -21,7 +21,9 @@ from .arch import detect_arch
 from .backends import CompileError, InputTypeError, Output, get_backend
 from .. import settings
 from .cache import Cache
-from . import headers as _headers
+from .header_store import session_headers
+from .include_scan import Inputs, scan
+from .toolkit_headers import toolkit_identity
 from . import link as _link
 from ..config import BackendConfig, ConfigError, Resolved, bad_char, get_preset, \
     parse_backend_config, quote, resolve
@@ -64,7 +66,7 @@ class CompilationResult:
     name_expressions: tuple[str, ...] = ()
     ptx_text: str | None = field(default=None, repr=False)  # PTX from the same run, if free
     derived: dict = field(default_factory=dict, repr=False, compare=False)  # lazy SASS etc.
-    inputs: _headers.Inputs = field(default_factory=_headers.Inputs, repr=False)  # headers read
+    inputs: Inputs = field(default_factory=Inputs, repr=False)  # headers read
     cache_note: str = ""       # why this was not a cache hit ("factor.cuh changed"), or ""
     pch: str = ""              # NVRTC precompiled header: "created", "used" or ""
 
@@ -272,7 +274,7 @@ def cache_key(source: str, resolved: Resolved, backend: str, version: str,
 _SEEN: dict[str, dict[str, str]] = {}   # key without headers -> the last header manifest
 
 
-def _changed(base: str, inputs: _headers.Inputs) -> str:
+def _changed(base: str, inputs: Inputs) -> str:
     """Which headers changed since the last build of the same source and config."""
     now = inputs.manifest()
     before = _SEEN.get(base)
@@ -353,11 +355,11 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     backend = get_backend(resolved["compiler"])
     version = backend.version()
     flags = resolved.get(backend.name, [])
-    session, std = _headers.session_headers(), _std(backend.std_headers)
-    inputs = _headers.scan(source, flags, std=std, session=session)
+    session, std = session_headers(), _std(backend.std_headers)
+    inputs = scan(source, flags, std=std, session=session)
     base = cache_key(source, resolved, backend.name, version, names)
     key = cache_key(source, resolved, backend.name, version, names,
-                    inputs.digest + _headers.toolkit_identity())
+                    inputs.digest + toolkit_identity())
     note = _changed(base, inputs)
     if inputs.unresolved:
         force, note = True, f"not cached: {inputs.unresolved[0]} (a macro the scan cannot follow)"
@@ -381,14 +383,14 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
     start = time.perf_counter()
     extra = {"headers": inputs.memory} if inputs.memory else {}
     if backend.pch:
-        extra["pch"] = inputs.digest + _headers.toolkit_identity()
+        extra["pch"] = inputs.digest + toolkit_identity()
     try:
         out = backend.compile(source, arch=resolved["arch"], target_format=resolved["target_format"],
                               flags=flags, ptxas=backend.forward_ptxas(resolved.get("ptxas", [])),
                               name_expressions=names, **extra)
         out = _device_link(out, backend.name, flags, resolved["arch"], source)
     except CompileError as exc:
-        if inputs.stamps and inputs.changed_in(_headers.scan(source, flags, std=std,
+        if inputs.stamps and inputs.changed_in(scan(source, flags, std=std,
                                                              session=session)):
             _discard_pch(exc.argv)      # a PCH kept from a failed compile is checked the same way
         from .hints import annotate     # imported on a failure: it reads the supplied headers
@@ -396,7 +398,7 @@ def compile_resolved(source: str, resolved: Resolved, *, name_expressions: Seque
         raise
     elapsed = time.perf_counter() - start
     if inputs.stamps:   # the key must describe what the compiler read: re-check the files
-        changed = inputs.changed_in(_headers.scan(source, flags, std=std, session=session))
+        changed = inputs.changed_in(scan(source, flags, std=std, session=session))
         if changed:
             _discard_pch(out.argv)
             more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""

@@ -14,7 +14,9 @@ import os
 import re
 from typing import Sequence
 
-from . import headers
+from .header_store import session_headers
+from .include_scan import search_dirs
+from .toolkit_headers import cccl_version, cutlass_dir, cutlass_dirs, header_dirs, toolkit_dirs
 from .cheaders import INT_NAMES, SINCE, words
 from .stdheaders import _CXX
 
@@ -186,11 +188,11 @@ def _older_cccl(exc) -> None:
     (:data:`.cheaders.SINCE`) is missing."""
     missing = sorted({n for n in SINCE if re.search(
         rf'(identifier|no member) "(std::)?{n}"( is undefined)?', exc.log)})
-    version = headers.cccl_version()
+    version = cccl_version()
     if not missing or version is None or version >= (3, 1, 0):
         return
     exc.note(f"{', '.join(missing[:3])}: not in CCCL {'.'.join(map(str, version))} (from "
-             f"{headers.header_dirs().get('cccl')}); the supplied standard headers declare it with "
+             f"{header_dirs().get('cccl')}); the supplied standard headers declare it with "
              f"CCCL 3.1+: pip install -U nvidia-cuda-cccl (or 'cuda-toolkit[cccl]'), or use "
              f"--compiler nvcc")
 
@@ -200,19 +202,19 @@ def _not_found(exc, backend, flags: Sequence[str]) -> None:
     missing = exc.missing_includes()
     if not missing:
         return
-    dirs = [f"-I {d}" for d in headers.search_dirs(flags)[0]]
-    session = ", ".join(headers.session_headers())
+    dirs = [f"-I {d}" for d in search_dirs(flags)[0]]
+    session = ", ".join(session_headers())
     here = f"the working directory {os.getcwd()}"
     if backend.name == "nvrtc":
         memory = ([f"%%cuda_header {session}"] if session else []) + \
             (["cuda-magic's standard headers"] if backend.std_headers else [])
         order = [f"in memory ({'; '.join(memory)})"] * bool(memory) + \
             ["the including file's directory", here, *dirs] + \
-            [f"the toolkit {d}" for d in headers.toolkit_dirs()]
+            [f"the toolkit {d}" for d in toolkit_dirs()]
     else:   # nvcc: session headers sit beside cell.cu; then the user's -I, then -I.
         beside = f" (with %%cuda_header {session})" if session else ""
         order = [f"the including file's directory{beside}", *dirs, f"{here} (-I.)"] + \
-            [f"-I {d}" for d in headers.cutlass_dirs()] + \
+            [f"-I {d}" for d in cutlass_dirs()] + \
             ["the CUDA toolkit and the host compiler's system directories"]
     for name in missing[:3]:
         exc.note(f"'{name}' was not found; searched, in order: {', '.join(order)}. "
@@ -223,7 +225,7 @@ def _hint(name: str) -> str:
     """:func:`missing_hint`, but never "install the wheel" for a CUTLASS header when the wheel
     is installed: then the header is not in it (both its include dirs are searched)."""
     bare = name.strip().strip('<>"')
-    if bare.startswith(("cute/", "cutlass/")) and headers.cutlass_dir():
+    if bare.startswith(("cute/", "cutlass/")) and cutlass_dir():
         from importlib import metadata
         try:
             which = f"nvidia-cutlass {metadata.version('nvidia-cutlass')}"

@@ -17,6 +17,7 @@ import glob
 import os
 from typing import Sequence
 from ..errors import LinkError
+from ..tools import cuda_roots
 
 __all__ = ["relocatable", "devrt", "link", "LinkError"]
 
@@ -39,13 +40,13 @@ def relocatable(flags: Sequence[str]) -> bool:
 
 def devrt() -> str | None:
     """``libcudadevrt.a``: beside the CUDA runtime headers cuda-magic uses (a pip wheel's
-    ``lib``), then ``$CUDA_HOME``, ``$CUDA_PATH``, ``/usr/local/cuda``."""
-    from .headers import header_dirs
+    ``lib``), then the CUDA toolkits of :func:`cuda_magic.tools.cuda_roots` (``$CUDA_HOME``,
+    ``$CUDA_PATH``, ``/usr/local/cuda``)."""
+    from .toolkit_headers import header_dirs
     roots = []
     if "cudart" in header_dirs():
         roots.append(os.path.dirname(header_dirs()["cudart"]))
-    roots += [r for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if r]
-    roots.append("/usr/local/cuda")
+    roots += cuda_roots()
     for root in roots:
         for pattern in ("lib/libcudadevrt.a", "lib64/libcudadevrt.a",
                         "targets/*/lib/libcudadevrt.a"):

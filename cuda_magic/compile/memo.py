@@ -2,7 +2,7 @@
 
 ``functools.lru_cache`` counts entries, so twenty edits of a 4.5 MB cell would keep twenty
 copies; a :class:`TextMemo` counts characters too (:data:`PARSE_CHARS` for the parse caches of
-:func:`cuda_magic.cell.parse_cell` and of :mod:`.headers`' include scan).
+:func:`cuda_magic.cell.parse_cell` and of :mod:`.include_scan`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class TextMemo:
     bounded by entries and by the characters of the texts it keeps (``max_chars``): a big cell
     edited twenty times is not kept twenty times.  The latest text is always kept (an unchanged
     re-run finds it), however big.  :func:`text_memo` makes one; the parse caches of
-    :func:`cuda_magic.cell.parse_cell` and of :mod:`.headers`' include scan are two."""
+    :func:`cuda_magic.cell.parse_cell` and of :mod:`.include_scan` are two."""
 
     def __init__(self, function, max_chars: int, max_entries: int):
         self.function, self.max_chars, self.max_entries = function, max_chars, max_entries

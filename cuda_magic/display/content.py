@@ -132,7 +132,7 @@ def supplied_note(names) -> str:
 
 def families_note(compiler: str) -> str:
     """Where each toolkit header family came from, for the Log tab (``""``: none found)."""
-    from ..compile.headers import families_note as families
+    from ..compile.toolkit_headers import families_note as families
     return families(compiler)
 
 
@@ -211,7 +211,7 @@ def argv_dirs(argv) -> list[tuple[str, str]]:
     (``<pch-dir>``) and nvcc's private temporary directory (``<tmp-dir>``, that of its
     ``cell.cu``).  (Hyphenated, so no name reads as an HTML tag.)"""
     try:
-        from ..compile.headers import header_dirs
+        from ..compile.toolkit_headers import header_dirs
         families = header_dirs()
     except Exception:
         families = {}

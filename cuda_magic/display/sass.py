@@ -210,7 +210,7 @@ class Files:
 
     def _short(self, path: str) -> str:
         try:
-            from ..compile.headers import toolkit_dirs
+            from ..compile.toolkit_headers import toolkit_dirs
             dirs = toolkit_dirs()
         except Exception:
             dirs = ()
@@ -251,7 +251,7 @@ def annotate(sass: str, source: str, inputs=None, name: str | None = None) -> st
     line: ``//## File "cell.cu", line 3`` becomes ``//## line 3 | int i = ...``; a header's
     ``//## File ".../helper.cuh", line 3 inlined at ".../cell.cu", line 6`` becomes
     ``//## helper.cuh:3, inlined at line 6 | return v * 2.0f;``.  Lines are quoted from the cell
-    and from the headers ``inputs`` (:class:`~cuda_magic.compile.headers.Inputs`) names: user
+    and from the headers ``inputs`` (:class:`~cuda_magic.compile.include_scan.Inputs`) names: user
     headers on disk (while they hold what was compiled), ``%%cuda_header``s and supplied
     standard headers; other files (the toolkit's) show the location only."""
     sass = tidy(fold_tail(sass))

@@ -20,7 +20,7 @@ import os
 import re
 import tempfile
 
-from ..compile.headers import header_dirs
+from ..compile.toolkit_headers import header_dirs
 
 __all__ = ["manifest", "dumps", "portable", "roots", "FORMAT"]
 

@@ -19,7 +19,7 @@ from .. import cell as _cell
 from .. import settings
 from ..compile.arch import detect_arch_soon
 from ..compile.compiler import set_cache_dir
-from ..compile.headers import define_header, header_users, note_users
+from ..compile.header_store import define_header, header_users, note_users
 from ..config import ConfigError, get_preset
 from ..config import validate as validate_config
 from ..display import ConfigView, HeaderView

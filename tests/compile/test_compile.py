@@ -62,7 +62,7 @@ def test_nvcc_argv_is_exact():
     r = compile_source(SAXPY, cfg(compiler="nvcc", target_format="cubin",
                                   nvcc=["--use_fast_math", "-lineinfo"], ptxas=["-v", "-O3"]))
     assert os.path.basename(r.argv[0]) == "nvcc"
-    from cuda_magic.compile.headers import cutlass_dirs
+    from cuda_magic.compile.toolkit_headers import cutlass_dirs
     cutlass = [f"-I{d}" for d in cutlass_dirs()]     # the nvidia-cutlass wheel: include, tools/util
     out, src = r.argv[-2:]
     keep = ["--keep", f"--keep-dir={os.path.dirname(src)}"]     # the PTX view of this very run

@@ -9,7 +9,7 @@ import pytest
 
 import cuda_magic
 from cuda_magic import compile_source
-from cuda_magic.compile import headers
+from cuda_magic.compile import toolkit_headers
 from cuda_magic.compile.backends import CompileError, nvrtc as nvrtc_backend
 
 from conftest import cfg
@@ -22,7 +22,7 @@ def _touch(path, text="\n"):
 
 def _forget():
     """Drop every memo of the header directories (they are looked up once per process)."""
-    for f in (headers.header_dirs, headers.toolkit_dirs, headers.toolkit_identity,
+    for f in (toolkit_headers.header_dirs, toolkit_headers.toolkit_dirs, toolkit_headers.toolkit_identity,
               nvrtc_backend.added_flags):
         f.cache_clear()
 
@@ -31,13 +31,13 @@ def _forget():
 def lookup(monkeypatch):
     """Point the family lookup at other roots for one test: ``lookup(first)`` puts ``first``
     before the real search roots."""
-    real = headers.search_roots
+    real = toolkit_headers.search_roots
 
     def use(first):
-        monkeypatch.setattr(headers, "search_roots", lambda: [str(d) for d in first] + real())
+        monkeypatch.setattr(toolkit_headers, "search_roots", lambda: [str(d) for d in first] + real())
         _forget()
     yield use
-    monkeypatch.setattr(headers, "search_roots", real)
+    monkeypatch.setattr(toolkit_headers, "search_roots", real)
     _forget()
 
 
@@ -54,14 +54,14 @@ def test_each_family_is_found_on_its_own_over_site_dirs_then_cuda_home(tmp_path,
     _touch(home / "include" / "crt" / "mma.h")
     _touch(home / "include" / "cuda_runtime.h")          # found later than pip's: not used
     monkeypatch.setattr(sys, "path", [str(site_a), str(site_b)])
-    monkeypatch.setattr(headers, "_package_dirs", lambda name: [])
-    monkeypatch.setattr(headers, "_site_dirs", lambda: [str(site_a), str(site_b)])
+    monkeypatch.setattr(toolkit_headers, "_package_dirs", lambda name: [])
+    monkeypatch.setattr(toolkit_headers, "_site_dirs", lambda: [str(site_a), str(site_b)])
     monkeypatch.setenv("CUDA_HOME", str(home))
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    roots = headers.search_roots()
+    roots = toolkit_headers.search_roots()
     assert roots.index(str(site_a / "nvidia" / "cu13" / "include")) < roots.index(str(home / "include"))
     assert roots.index(str(home / "include")) < roots.index("/usr/local/cuda/include")
-    found = headers.find_header_dirs(roots)
+    found = toolkit_headers.find_header_dirs(roots)
     assert found["cudart"] == str(site_a / "nvidia" / "cu13" / "include")
     assert found["crt"] == str(home / "include")          # crt/mma.h only in the toolkit
     assert found["curand"] == str(site_b / "nvidia" / "curand" / "include")
@@ -74,19 +74,19 @@ def test_each_family_is_found_on_its_own_over_site_dirs_then_cuda_home(tmp_path,
 def test_the_namespace_package_dirs_come_first(tmp_path, monkeypatch):
     ns = tmp_path / "ns" / "nvidia"
     _touch(ns / "cu13" / "include" / "curand_kernel.h")
-    monkeypatch.setattr(headers, "_package_dirs", lambda name: [str(ns)] if name == "nvidia" else [])
-    roots = headers.search_roots()
+    monkeypatch.setattr(toolkit_headers, "_package_dirs", lambda name: [str(ns)] if name == "nvidia" else [])
+    roots = toolkit_headers.search_roots()
     assert roots[:2] == [str(ns / "cu13" / "include"), str(ns / "cu13" / "include" / "cccl")]
-    assert headers.find_header_dirs(roots)["curand"] == str(ns / "cu13" / "include")
+    assert toolkit_headers.find_header_dirs(roots)["curand"] == str(ns / "cu13" / "include")
 
 
 def test_the_log_tab_says_where_each_family_came_from():
-    dirs = headers.header_dirs()
+    dirs = toolkit_headers.header_dirs()
     assert {"cudart", "crt", "curand", "cccl"} <= set(dirs)
-    assert headers.toolkit_dirs() == tuple(dict.fromkeys(dirs.values()))
+    assert toolkit_headers.toolkit_dirs() == tuple(dict.fromkeys(dirs.values()))
     r = compile_source('#include <mma.h>\nextern "C" __global__ void k(int* y) { *y = 1; }\n',
                        cfg(), force=True)
-    assert all(f"-I{d}" in r.argv for d in headers.toolkit_dirs())
+    assert all(f"-I{d}" in r.argv for d in toolkit_headers.toolkit_dirs())
     from cuda_magic.display.content import content
     from cuda_magic.display.text import log as log_text
     log = log_text(content(r))
@@ -103,14 +103,14 @@ def test_the_log_tab_says_where_each_family_came_from():
         ("cutlass" in dirs)
 
 
-needs_cutlass = pytest.mark.skipif(headers.cutlass_dir() is None, reason="no nvidia-cutlass wheel")
+needs_cutlass = pytest.mark.skipif(toolkit_headers.cutlass_dir() is None, reason="no nvidia-cutlass wheel")
 
 
 @needs_cutlass
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
 def test_cutlass_tools_util_is_on_the_include_path(compiler, fresh_cache):
-    util = headers.header_dirs()["cutlass-util"]
-    assert util.endswith(os.path.join("tools", "util", "include")) and util in headers.cutlass_dirs()
+    util = toolkit_headers.header_dirs()["cutlass-util"]
+    assert util.endswith(os.path.join("tools", "util", "include")) and util in toolkit_headers.cutlass_dirs()
     src = ('#include <cutlass/util/print_error.hpp>\n' if compiler == "nvcc" else
            '#include <cutlass/util/index_sequence.h>\n') + \
         'extern "C" __global__ void k(int* y) { *y = 1; }\n'
@@ -163,7 +163,7 @@ def test_supplied_headers_work_with_older_cccl(old_cccls, version, lookup, fresh
     monkeypatch.setenv("CUDA_MAGIC_PCH", "0")
     inc = old_cccls[version]
     lookup([inc, inc / "cccl"])
-    assert headers.header_dirs()["cccl"] == str(inc / "cccl")
+    assert toolkit_headers.header_dirs()["cccl"] == str(inc / "cccl")
     for name in _CCCL_CELLS:
         if name == "cstring" and version == "13.0.85":   # CCCL 3.0 has no cuda::std::strlen & co.
             with pytest.raises(CompileError) as e:
@@ -188,7 +188,7 @@ def test_cute_under_nvrtc_compiles_with_cccl_3_1_first_and_says_how_otherwise(ol
     r = compile_source(src, cfg(nvrtc=["-std=c++17", "-default-device", f"-I{inc}",
                                        f"-I{inc / 'cccl'}"]))
     assert {"cute_tile_copy", "cute_tile_transpose"} <= {e.name for e in r.entries}
-    if headers.cccl_version() >= (3, 2, 0):
+    if toolkit_headers.cccl_version() >= (3, 2, 0):
         with pytest.raises(CompileError) as e:
             compile_source(src, cfg())
         assert "'nvidia-cuda-cccl<13.2'" in str(e.value) and "--compiler nvcc" in str(e.value)

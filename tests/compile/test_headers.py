@@ -11,7 +11,7 @@ from cuda_magic import settings
 
 import cuda_magic
 from cuda_magic import compile_source, sass
-from cuda_magic.compile import headers, pch
+from cuda_magic.compile import header_store, include_scan, pch
 from cuda_magic.compile.backends import CompileError
 
 from conftest import ARCH, cfg
@@ -107,14 +107,14 @@ def test_cuda_header_cells(shell, compiler, fresh_cache):
         assert not again.result.cache_hit and constant(again.result) == "0f40A00000"
         assert again.result.cache_note == "factor.cuh (%%cuda_header) changed"
     finally:
-        headers.remove_header("factor.cuh")
+        header_store.remove_header("factor.cuh")
 
 
 def test_cuda_header_rejects_a_path_outside_the_session(shell):
     from cuda_magic import ConfigError
     for bad in ("../x.cuh", "/etc/passwd", "a//b.h", ""):
         with pytest.raises(ConfigError, match="relative file name"):
-            headers.define_header(bad, "")
+            header_store.define_header(bad, "")
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
@@ -192,7 +192,7 @@ def test_pch_heap_grows_when_nvrtc_needs_more(tmp_path, monkeypatch, fresh_cache
 
 
 def test_search_dirs_reads_every_spelling(here):
-    dirs, pre = headers.search_dirs(["-Iinc", "-I", "b", "--include-path=c", "-isystem", "d",
+    dirs, pre = include_scan.search_dirs(["-Iinc", "-I", "b", "--include-path=c", "-isystem", "d",
                                      "-include", "p.h", "--pre-include=q.h", "-DX", "-O3"])
     assert dirs == [str(here / n) for n in "inc b c d".split()]
     assert pre == [str(here / "p.h"), str(here / "q.h")]

@@ -273,7 +273,7 @@ def test_cstdint_and_the_pipeline_headers_in_either_order(order, compiler):
 
 
 def test_the_helper_keeps_its_line_numbers_and_replaces_only_the_typedefs():
-    from cuda_magic.compile.headers import toolkit_dirs
+    from cuda_magic.compile.toolkit_headers import toolkit_dirs
     for name in prelude.TOOLKIT_INT_TYPEDEFS:
         text = nvrtc_backend._toolkit_file(name, toolkit_dirs())
         if text is None:

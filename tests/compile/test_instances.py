@@ -8,7 +8,7 @@ import pytest
 import cuda_magic
 from conftest import ARCH
 from cuda_magic import CompileError, build, line_config
-from cuda_magic.compile import headers
+from cuda_magic.compile import toolkit_headers
 from cuda_magic.compile.backends import get_backend
 from cuda_magic.compile.binary import demangle
 from cuda_magic.compile.instances import (InstanceError, MARK, appended, find, first_appended_line,
@@ -194,7 +194,7 @@ def test_cub_algorithm_enums_are_named_as_written(compiler, fresh_cache):
 def test_names_do_not_change_with_the_cccl_version(fresh_cache):
     spelling = ["BlockReduceKernel<128, 4, BLOCK_REDUCE_RAKING>"]
     # the pip CCCL named: an nvcc of CUDA 13.0 (the H200's) would take its own, the old one
-    pip = headers.header_dirs()["cccl"]
+    pip = toolkit_headers.header_dirs()["cccl"]
     new = build(CUB, line_config(arch=ARCH, compiler="nvcc", nvcc=f"--use_fast_math -I{pip}"),
                 instantiate=spelling)
     old = build(CUB, line_config(arch=ARCH, compiler="nvcc", nvcc=f"--use_fast_math -I{OLD_CCCL}"),

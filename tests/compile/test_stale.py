@@ -13,7 +13,7 @@ import pytest
 
 import cuda_magic
 from cuda_magic import compile_source
-from cuda_magic.compile import backends, headers
+from cuda_magic.compile import backends, header_store
 
 from conftest import cfg
 
@@ -118,7 +118,7 @@ def test_a_session_header_in_a_subdirectory_includes_beside_itself(here, compile
     (here / "lib").mkdir()
     (here / "lib" / "helper.cuh").write_text("#define VALUE 1\n")
     (here / "helper.cuh").write_text("#define VALUE 99\n")      # not the one NVRTC reads
-    headers.define_header("lib/util.cuh", '#include "helper.cuh"\n')
+    header_store.define_header("lib/util.cuh", '#include "helper.cuh"\n')
     try:
         src = CELL.replace("value.cuh", "lib/util.cuh")
         config = cfg(compiler=compiler, target_format="ptx")
@@ -130,25 +130,25 @@ def test_a_session_header_in_a_subdirectory_includes_beside_itself(here, compile
         assert r.cache_note == f"{here / 'lib' / 'helper.cuh'} changed"   # two helper.cuh
         assert str(here / "lib" / "helper.cuh") in r.user_headers
     finally:
-        headers.remove_header("lib/util.cuh")
+        header_store.remove_header("lib/util.cuh")
 
 
 def test_nvcc_finds_a_session_header_beside_a_session_header(here, fresh_cache):
     """nvcc finds session headers as files in its private directory: ``"helper.cuh"`` from
     ``lib/util.cuh`` is ``lib/helper.cuh`` there; it must be written, and editing it a miss."""
-    headers.define_header("lib/util.cuh", '#include "helper.cuh"\n')
-    headers.define_header("lib/helper.cuh", "#define VALUE 1\n")
+    header_store.define_header("lib/util.cuh", '#include "helper.cuh"\n')
+    header_store.define_header("lib/helper.cuh", "#define VALUE 1\n")
     try:
         src = CELL.replace("value.cuh", "lib/util.cuh")
         config = cfg(compiler="nvcc", target_format="ptx")
         first = compile_source(src, config)
         assert value(first) == 1 and "lib/helper.cuh" in first.inputs.session
-        headers.define_header("lib/helper.cuh", "#define VALUE 2\n")
+        header_store.define_header("lib/helper.cuh", "#define VALUE 2\n")
         r = compile_source(src, config)
         assert not r.cache_hit and value(r) == 2
     finally:
-        headers.remove_header("lib/util.cuh")
-        headers.remove_header("lib/helper.cuh")
+        header_store.remove_header("lib/util.cuh")
+        header_store.remove_header("lib/helper.cuh")
 
 
 def test_nvcc_reads_the_i_dir_before_the_working_directory(here, fresh_cache):
@@ -175,7 +175,7 @@ def test_a_session_header_does_not_hide_a_file_nvcc_reads(here, fresh_cache):
     (here / "d").mkdir()
     (here / "d" / "a.cuh").write_text('#include "value.cuh"\n')
     (here / "d" / "value.cuh").write_text("#define VALUE 1\n")
-    headers.define_header("value.cuh", "#define VALUE 7\n")
+    header_store.define_header("value.cuh", "#define VALUE 7\n")
     try:
         src = CELL.replace("value.cuh", "d/a.cuh")
         nvcc, nvrtc = cfg(compiler="nvcc", target_format="ptx"), cfg(target_format="ptx")
@@ -184,7 +184,7 @@ def test_a_session_header_does_not_hide_a_file_nvcc_reads(here, fresh_cache):
         r = compile_source(src, nvcc)
         assert not r.cache_hit and value(r) == 2
     finally:
-        headers.remove_header("value.cuh")
+        header_store.remove_header("value.cuh")
 
 
 def test_the_compiler_version_is_in_the_memory_key(here, fresh_cache):

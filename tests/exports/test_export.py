@@ -34,7 +34,7 @@ import cuda_magic
 from conftest import ARCH, SAXPY
 from cuda_magic import export
 from cuda_magic.cell import build
-from cuda_magic.compile.headers import header_dirs
+from cuda_magic.compile.toolkit_headers import header_dirs
 from cuda_magic.errors import Error, ExportError
 from cuda_magic.exports import _driver, torch_package
 from cuda_magic.exports.manifest import portable, roots

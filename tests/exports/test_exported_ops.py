@@ -224,7 +224,7 @@ def _cuda_include() -> str:
     for d in ("/usr/local/cuda/include", os.path.join(os.environ.get("CUDA_HOME", ""), "include")):
         if os.path.exists(os.path.join(d, "cuda.h")):
             return d
-    from cuda_magic.compile.headers import header_dirs
+    from cuda_magic.compile.toolkit_headers import header_dirs
     return header_dirs()["cudart"]
 
 

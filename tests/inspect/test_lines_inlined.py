@@ -12,7 +12,7 @@ from conftest import ARCH
 from cuda_magic import build, line_config
 from cuda_magic.compile import binary
 from cuda_magic.compile.backends import ToolNotFoundError
-from cuda_magic.compile.headers import define_header, remove_header
+from cuda_magic.compile.header_store import define_header, remove_header
 from cuda_magic.display.line_cost import heat_map, hottest_html, text_table_of
 from cuda_magic.inspect import diff
 from cuda_magic.inspect.lines import inspection_build, short_path

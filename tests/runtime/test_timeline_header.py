@@ -13,7 +13,7 @@ import pytest
 import cuda_magic
 from cuda_magic import compile_source
 from cuda_magic.compile import compiler, packaged
-from cuda_magic.compile.headers import scan
+from cuda_magic.compile.include_scan import scan
 from cuda_magic.display.content import header_notes
 from cuda_magic.errors import ArgumentError, CompileError
 from cuda_magic.runtime.measure.timeline import name_id

@@ -19,7 +19,7 @@ import pytest
 from corpus import BUILDS, build_case
 from cuda_magic import export
 from cuda_magic.compile.binary import entries
-from cuda_magic.compile.headers import header_dirs
+from cuda_magic.compile.toolkit_headers import header_dirs
 from cuda_magic.errors import ExportError
 from cuda_magic.exports.spec import collect
 

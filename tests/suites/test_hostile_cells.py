@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ARCH, SAXPY, cfg
 from cuda_magic.cell import CellError, parse_cell
-from cuda_magic.compile import headers
+from cuda_magic.compile import header_store, include_scan
 from cuda_magic.compile.compiler import compile_source
 from cuda_magic.config import ConfigError, Error
 
@@ -21,12 +21,12 @@ from cuda_magic.config import ConfigError, Error
 @pytest.fixture
 def session_headers():
     """The session headers as they were before the test, whatever it defines."""
-    with headers._LOCK:
-        saved = dict(headers._SESSION)
+    with header_store._LOCK:
+        saved = dict(header_store._SESSION)
     yield
-    with headers._LOCK:
-        headers._SESSION.clear()
-        headers._SESSION.update(saved)
+    with header_store._LOCK:
+        header_store._SESSION.clear()
+        header_store._SESSION.update(saved)
 
 
 # ---- 11: duplicate keys in a //| header; a //| tune: header under %%cuda -------------------------
@@ -65,23 +65,23 @@ def test_cuda_says_once_that_it_builds_a_tune_header_as_written(shell):
 @pytest.mark.parametrize("name", [".", "lib/./x.cuh", "a" * 300 + ".cuh", "cell.cu"])
 def test_header_names_no_compiler_can_keep_are_refused(session_headers, name):
     with pytest.raises(ConfigError) as e:
-        headers.define_header(name, "#pragma once\n")
-    assert len(str(e.value)) < 400 and name not in headers.session_headers()
+        header_store.define_header(name, "#pragma once\n")
+    assert len(str(e.value)) < 400 and name not in header_store.session_headers()
 
 
 def test_a_header_name_cannot_be_a_file_and_a_directory(session_headers):
-    headers.define_header("util", "#pragma once\n")
+    header_store.define_header("util", "#pragma once\n")
     with pytest.raises(ConfigError, match="'util'"):
-        headers.define_header("util/x.cuh", "#pragma once\n")
-    headers.remove_header("util")
-    headers.define_header("util/x.cuh", "#pragma once\n")
+        header_store.define_header("util/x.cuh", "#pragma once\n")
+    header_store.remove_header("util")
+    header_store.define_header("util/x.cuh", "#pragma once\n")
     with pytest.raises(ConfigError, match="'util'"):
-        headers.define_header("util", "#pragma once\n")
-    assert set(headers.session_headers()) >= {"util/x.cuh"} and "util" not in headers.session_headers()
+        header_store.define_header("util", "#pragma once\n")
+    assert set(header_store.session_headers()) >= {"util/x.cuh"} and "util" not in header_store.session_headers()
     # what is accepted, nvcc writes and builds: a subdirectory, names beside nvcc's own files
-    headers.define_header("util/x.cuh", "#pragma once\nconstexpr float U = 3.0f;\n")
-    headers.define_header("out.cuh", '#pragma once\n#include "util/x.cuh"\n')
-    headers.define_header("cell.h", '#pragma once\n#include "out.cuh"\n')
+    header_store.define_header("util/x.cuh", "#pragma once\nconstexpr float U = 3.0f;\n")
+    header_store.define_header("out.cuh", '#pragma once\n#include "util/x.cuh"\n')
+    header_store.define_header("cell.h", '#pragma once\n#include "out.cuh"\n')
     cell = '#include "cell.h"\n' + SAXPY.replace("x[i] * a", "x[i] * a * U")
     r = compile_source(cell, cfg(compiler="nvcc", target_format="cubin"))
     assert "scale" in r.resources
@@ -91,8 +91,8 @@ def test_a_deep_include_chain_of_session_headers_compiles_or_is_the_compilers_er
     # The scan of what a compile reads follows a chain of any depth (a RecursionError at ~1000
     # before); NVRTC compiles 1500 deep, nvcc's preprocessor stops at 200 and says so.
     for i in range(1500):
-        headers.define_header(f"d{i}.cuh", f'#include "d{i + 1}.cuh"\n')
-    headers.define_header("d1500.cuh", "#define DEEP 2.0f\n")
+        header_store.define_header(f"d{i}.cuh", f'#include "d{i + 1}.cuh"\n')
+    header_store.define_header("d1500.cuh", "#define DEEP 2.0f\n")
     cell = '#include "d0.cuh"\n' + SAXPY.replace("x[i] * a", "x[i] * DEEP")
     r = compile_source(cell, cfg(compiler="nvrtc"))
     assert "scale" in r.resources and len(r.inputs.session) == 1501
@@ -115,7 +115,7 @@ def test_editing_a_big_cell_keeps_no_copy_per_edit(monkeypatch):
     real = cell_package.find_kernels
     monkeypatch.setattr(cell_package, "find_kernels", lambda text: real(text[-2000:]))
     parse_cell.cache_clear()
-    headers._parse.cache_clear()
+    include_scan._parse.cache_clear()
     gc.collect()
     tracemalloc.start()
     try:
@@ -125,7 +125,7 @@ def test_editing_a_big_cell_keeps_no_copy_per_edit(monkeypatch):
             text = _big_cell(edit)
             size = len(text)
             assert parse_cell(text).kernels[0].name == "scale"
-            headers.scan(text, [])
+            include_scan.scan(text, [])
             assert parse_cell(text) is parse_cell(text)       # an unchanged re-run parses nothing
             del text
         gc.collect()

@@ -544,7 +544,7 @@ def test_long_names_in_preset_unset_and_instantiate_are_capped(shell):
 
 
 def test_a_header_with_a_nul_is_refused_with_its_line(shell):
-    from cuda_magic.compile.headers import define_header, session_headers
+    from cuda_magic.compile.header_store import define_header, session_headers
     with pytest.raises(ConfigError, match="line 2, column 3: a NUL"):
         define_header("bad.cuh", "ok\nab\x00c\n")
     with pytest.raises(ConfigError, match="lone surrogate"):

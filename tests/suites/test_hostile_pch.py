@@ -14,7 +14,7 @@ import pytest
 
 import cuda_magic
 from cuda_magic import ConfigError, compile_source, settings
-from cuda_magic.compile import headers, pch
+from cuda_magic.compile import header_store, pch
 from cuda_magic.compile.backends import nvrtc as nvrtc_backend
 
 from conftest import cfg
@@ -163,11 +163,11 @@ def test_a_pch_copied_over_the_right_name_is_not_used(store, fresh_cache):
     old text after a copy; it must not be used (nor its binary cached)."""
     src = '#include "val.cuh"\n#include <cuda/std/type_traits>\n' + KERNEL.format(0)
     try:
-        headers.define_header("val.cuh", "#define VALUE 1234567\n")
+        header_store.define_header("val.cuh", "#define VALUE 1234567\n")
         old = compile_source(src, cfg(), force=True)
         assert old.pch == "created" and value(old) == 1234567
         old_file = pch_files(store)[0]
-        headers.define_header("val.cuh", "#define VALUE 7654321\n")
+        header_store.define_header("val.cuh", "#define VALUE 7654321\n")
         new = compile_source(src, cfg(), force=True)
         assert new.pch == "created" and value(new) == 7654321
         new_file = [n for n in pch_files(store) if n != old_file][0]
@@ -180,7 +180,7 @@ def test_a_pch_copied_over_the_right_name_is_not_used(store, fresh_cache):
         moved = compile_source(src.replace("+ 0", "+ 3"), cfg())
         assert moved.pch != "used" and value(moved) == 7654324
     finally:
-        headers.remove_header("val.cuh")
+        header_store.remove_header("val.cuh")
 
 
 # -- 3: bad CUDA_MAGIC_PCH_LIMIT and set_limit values ---------------------------------------------------

@@ -14,7 +14,7 @@ import cuda_magic.inspect.disasm as inspect_mod
 from conftest import ARCH, SAXPY, cfg
 from cuda_magic import compile_source, sass, view
 from cuda_magic.inspect import diff
-from cuda_magic.compile.headers import cutlass_dir, toolkit_dirs
+from cuda_magic.compile.toolkit_headers import cutlass_dir, toolkit_dirs
 from cuda_magic.display import markup as html
 from cuda_magic.display.compare import CompareView
 from cuda_magic.display.sass import annotate

@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 from ... import tools
 from ...config import clip
 from .. import instances
-from ..headers import cutlass_dirs
+from ..toolkit_headers import cutlass_dirs
 from ..packaged import is_packaged
 from ..parallel import POLL, Cancelled, cancelled, tick
 from .base import Backend, CompileError, Output, ptxas_joined

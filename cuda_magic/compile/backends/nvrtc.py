@@ -39,7 +39,7 @@ from typing import Mapping, Sequence
 
 from ...errors import clip
 from .. import pch as _pch
-from ..headers import toolkit_dirs
+from ..toolkit_headers import toolkit_dirs
 from ..parallel import cancel_events, doing
 from .base import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
 from .limits import ENV, CompileTimeoutError, compile_timeout, wait_for

@@ -34,7 +34,7 @@ from .._version import __version__
 from ..errors import ExportError, quote
 from . import cubin, manifest as _manifest, torch_package, wheel
 from .names import checked_package, checked_prefix, checked_version
-from .rules import rules_for
+from .op_rules import rules_for
 from .spec import collect, source_of
 from .writing import write
 

@@ -19,7 +19,7 @@ import ast
 import pathlib
 
 from .names import Names, bound_names, py_comment, py_doc, py_ident, py_reserved
-from .rules import NAMES, Function, Rules
+from .op_rules import NAMES, Function, Rules
 from .spec import KernelSpec, ParamSpec
 
 __all__ = ["init_source", "schema", "mutated", "template", "names", "TEMPLATES", "RESERVED"]

@@ -38,7 +38,7 @@ from cuda_magic.compile.toolkit_headers import header_dirs
 from cuda_magic.errors import Error, ExportError
 from cuda_magic.exports import _driver, torch_package
 from cuda_magic.exports.manifest import portable, roots
-from cuda_magic.exports.rules import rules_for
+from cuda_magic.exports.op_rules import rules_for
 from cuda_magic.exports.spec import collect
 
 ARCHS = ["sm_90a", "sm_100a"]

@@ -1,4 +1,5 @@
-"""How an exported torch op launches its kernel and allocates its outputs, as Python source.
+"""The rules of an exported torch op: how it launches its kernel and allocates its outputs, as
+Python source.
 
 The user gives each rule as a value (``block=256``, ``grid=(64, 64)``), as an expression of the
 kernel's parameters (``grid="cdiv(n, 256)"``, ``outputs={"y": "like x"}``,

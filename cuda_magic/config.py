@@ -24,8 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, TypedDict
 
-from .errors import Error, bad_char, clip, printable, quote  # re-exported: older imports use config
-from .errors import ConfigError
+from .errors import ConfigError, bad_char, clip, quote
 
 # what cuda_magic exports from here (its errors are in errors.py)
 __all__ = ["BackendConfig", "Resolved", "canonical_json", "from_json", "list_presets",

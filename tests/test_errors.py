@@ -173,7 +173,7 @@ def test_builtin_bases_kept():
     assert issubclass(InputTypeError, TypeError) and issubclass(DtypeError, TypeError)
     assert issubclass(NumbersError, ValueError)
     for cls in (ShowError, ViewError, NoKernelError, InputTypeError, DtypeError, NumbersError):
-        assert issubclass(cls, cuda_magic.config.Error)
+        assert issubclass(cls, cuda_magic.Error)
     # a KeyError's message reads as written, not as its repr
     assert str(NoKernelError("no kernel 'x'")) == "no kernel 'x'"
 
@@ -294,4 +294,20 @@ def test_every_error_class_is_defined_in_errors_py():
                 bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
                 if bases & exceptions:
                     elsewhere.append(f"{path.relative_to(ROOT)}: {node.name}")
+    assert elsewhere == []
+
+
+def test_text_helpers_are_imported_from_errors_only():
+    """``quote``, ``clip``, ``printable`` and ``bad_char`` live in cuda_magic/errors.py, and every
+    module (and test, and benchmark) imports them from there: no second home re-exports them."""
+    import ast
+    helpers = {"quote", "clip", "printable", "bad_char"}
+    elsewhere = []
+    for folder in ("cuda_magic", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and {a.name for a in node.names} & helpers:
+                    if node.module not in ("errors", "cuda_magic.errors"):
+                        elsewhere.append(f"{path.relative_to(ROOT)}:{node.lineno} from "
+                                         f"{'.' * node.level}{node.module}")
     assert elsewhere == []

@@ -16,15 +16,15 @@ import yaml
 
 from ..compile.compiler import complete
 from ..compile.memo import PARSE_CHARS, text_memo
-from ..config import APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, bad_char, clip, get_preset, \
-    parse_backend_config, quote, resolve, spellings, validate
+from ..config import (APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, get_preset,
+                      parse_backend_config, resolve, spellings, validate)
 from . import bind
 from .decls import KernelDecl, SignatureError
 from .module import Module, _Entry, _Families
 from .parsed import ParsedCell
 from .signature import find_kernels
 from .templates import template_hint
-from ..errors import CellError
+from ..errors import CellError, bad_char, clip, quote
 
 # what cuda_magic exports from here (ParsedCell, parse_cell, resolve_cell: import them from here)
 __all__ = ["Module", "build", "line_config"]

@@ -25,10 +25,9 @@ from .header_store import session_headers
 from .include_scan import Inputs, scan
 from .toolkit_headers import toolkit_identity
 from . import link as _link
-from ..config import BackendConfig, ConfigError, Resolved, bad_char, get_preset, \
-    parse_backend_config, quote, resolve
+from ..config import BackendConfig, ConfigError, Resolved, get_preset, parse_backend_config, resolve
 from .ptxas import Resources, parse_ptxas
-from ..errors import NoKernelError
+from ..errors import NoKernelError, bad_char, quote
 
 __all__ = ["CompilationResult", "CompileError", "compile_source", "compile_resolved",
            "resolve_layers", "complete", "set_cache_dir", "set_cache_limit", "clear_cache", "cache",

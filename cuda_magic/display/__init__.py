@@ -16,8 +16,7 @@ import sys
 from .. import inspect
 from ..compile.backends import CompileError
 from ..cell import session_config
-from ..config import clip, printable, quote
-from ..errors import ShowError, ViewError
+from ..errors import ShowError, ViewError, clip, printable, quote
 from . import frontend, markup, registry, text
 from .content import Build, Content, Entry, argv_text, content as content_of
 

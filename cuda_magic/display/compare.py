@@ -20,8 +20,7 @@ import io
 import time
 from html import escape
 
-from ..config import clip
-from ..errors import ShowError
+from ..errors import ShowError, clip
 from ..inspect import diff
 from ..variants import TOGGLES
 from . import frontend, markup

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..config import printable
+from ..errors import printable
 from .text import table as text_table
 
 __all__ = ["ExportView", "text", "html", "usage"]

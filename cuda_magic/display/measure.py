@@ -5,7 +5,7 @@ their text (terminal, ``show``) and HTML (notebooks, nbconvert) from :mod:`.timi
 
 from __future__ import annotations
 
-from ..config import printable
+from ..errors import printable
 from . import reports, timing
 
 __all__ = ["MeasureView", "TimingView", "HistoryView", "ProfileView", "CheckView"]

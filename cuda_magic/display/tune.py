@@ -14,14 +14,13 @@ from __future__ import annotations
 from html import escape
 
 from ..compile.backends import CompileError
-from ..config import clip, printable
 from ..variants.candidates import DEFAULT_BLOCK
 from ..variants.space import c_text
 from . import markup
 from .content import argv_short_text
 from .text import table as text_table
 from .timing import _axis, duration
-from ..errors import NoMatplotlibError, PlotError, ShowError
+from ..errors import NoMatplotlibError, PlotError, ShowError, clip, printable
 
 __all__ = ["TuneView", "PlotError", "header", "winner_line", "occupancy_note", "same_failure",
            "ordered", "columns", "text", "page", "svg", "figure", "grouping", "MAX_TEXT_ROWS",

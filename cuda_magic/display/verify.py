@@ -21,8 +21,7 @@ from html import escape
 
 import numpy as np
 
-from ..config import printable
-from ..errors import ShowError
+from ..errors import ShowError, printable
 from . import markup
 from .text import table as text_table
 from .tile_map import MAX_CELLS, Layout, tile_svg

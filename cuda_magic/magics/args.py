@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
 from .. import cell as _cell
-from ..config import clip, printable, quote
+from ..errors import clip, printable, quote
 
 _LIST_OPTIONS = ("--nvrtc", "--nvcc", "--ptxas", "--nvrtc+", "--nvcc+", "--ptxas+")
 

@@ -12,7 +12,7 @@ from typing import Mapping
 
 from IPython.core.error import UsageError
 
-from ..config import quote
+from ..errors import quote
 from ..runtime import Kernel
 
 # IPython's own names beside shell.user_ns_hidden: history (_, __, ___, _i, _ii, _iii, _iN, _N,

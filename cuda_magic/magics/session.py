@@ -17,8 +17,9 @@ from IPython.core.error import UsageError
 
 from .. import cell as _cell
 from ..compile.compiler import complete
-from ..config import (KEYS, LAYER_KEYS, ConfigError, check_preset, from_json, get_preset, quote,
+from ..config import (KEYS, LAYER_KEYS, ConfigError, check_preset, from_json, get_preset,
                       register_preset, resolve, spellings)
+from ..errors import quote
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,13 @@ from ..inspect import diff
 from ..compile.arch import detect_arch
 from ..compile.backends import CompileError
 from ..compile.parallel import parallel
-from ..config import ConfigError, quote, validate
+from ..config import ConfigError, validate
 from ..runtime import synchronize
 from ..runtime.helper.encoding import host_copy, library
 from ..correctness.judges import array_diffs
 from ..correctness.formats import FORMAT_TYPES
 from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
-from ..errors import RunError
+from ..errors import RunError, quote
 
 __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
 

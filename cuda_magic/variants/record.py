@@ -12,8 +12,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..config import clip, quote
-from ..errors import RunError
+from ..errors import RunError, clip, quote
 from ..runtime.helper.encoding import EncodingError, encode, host_copy
 from ..runtime.launch.kernel import _dims
 from ..runtime.sweep import Launch

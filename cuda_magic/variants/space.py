@@ -16,9 +16,9 @@ import yaml
 from .. import cell
 from ..cell import _HeaderLoader
 from ..cell.scan import blank
-from ..config import Resolved, clip, quote
+from ..config import Resolved
 from .toggles import set_toggle
-from ..errors import TuneError, TuneRunError
+from ..errors import TuneError, TuneRunError, clip, quote
 
 __all__ = ["TuneError", "TuneRunError", "parse_space", "classify", "Parameter", "Recipe", "recipe_of",
            "MAX_CANDIDATES", "MAX_VALUES", "KINDS", "label", "c_text", "load_value"]

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..config import ConfigError, Resolved, bad_char, canonical_json, check_archs, load_json, quote
+from ..config import ConfigError, Resolved, canonical_json, check_archs, load_json
+from ..errors import bad_char, quote
 
 INPUTS = ("denormal", "random")   # how %%cuda_compare --inputs refills the arrays --run reads
 

@@ -46,7 +46,8 @@ from .. import cell
 from ..compile.arch import detect_arch, gpu_archs, pick_arch
 from ..compile.backends import CompileError
 from ..compile.parallel import WORKERS, cancellable, tick
-from ..config import ConfigError, clip, quote, validate
+from ..config import ConfigError, validate
+from ..errors import clip, quote
 from ..runtime.measure import bench as _bench
 from ..runtime import sweep
 from .candidates import Candidate, after_build, amount, bench_job, kernel_names, points

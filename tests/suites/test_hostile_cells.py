@@ -15,7 +15,8 @@ from conftest import ARCH, SAXPY, cfg
 from cuda_magic.cell import CellError, parse_cell
 from cuda_magic.compile import header_store, include_scan
 from cuda_magic.compile.compiler import compile_source
-from cuda_magic.config import ConfigError, Error
+from cuda_magic.config import ConfigError
+from cuda_magic.errors import Error
 
 
 @pytest.fixture

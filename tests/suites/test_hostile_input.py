@@ -1,6 +1,6 @@
 """Hostile input: every input a user types gives a documented error with a short message, fast.
 
-Documented errors are cuda-magic's :class:`~cuda_magic.config.Error` subclasses and IPython's
+Documented errors are cuda-magic's :class:`~cuda_magic.errors.Error` subclasses and IPython's
 ``UsageError``.  The fuzz tests drive the parsing and validation layers (magic lines, ``//|``
 headers, JSON configs, ``--variant`` specs) and never compile.  CPU only.
 """
@@ -24,8 +24,8 @@ from cuda_magic import config as cfgmod
 from cuda_magic.cell import CellError, line_config, parse_cell
 from cuda_magic.compile.backends import CompileError
 from cuda_magic.compile.compiler import compile_resolved, match_symbol
-from cuda_magic.config import (ConfigError, Error, clip, from_json, parse_backend_config, printable,
-                               quote, resolve, validate)
+from cuda_magic.config import ConfigError, from_json, parse_backend_config, resolve, validate
+from cuda_magic.errors import Error, clip, printable, quote
 from cuda_magic.variants import parse_variant
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }\n'

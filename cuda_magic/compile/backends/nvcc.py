@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from ... import tools
-from ...config import clip
+from ...errors import clip
 from .. import instances
 from ..toolkit_headers import cutlass_dirs
 from ..packaged import is_packaged

@@ -24,15 +24,14 @@ import tempfile
 import threading
 
 from ... import settings, tools as _tools
-from ...config import clip
 from . import reports
-from ...errors import ArgumentError
 from ..driver import NoGPUError
 from ..helper import specdir
 from ..helper.encoding import EncodingError, encode, host_copy, library
 from ..helper.program import Entry, Program
 from ..helper.transport import child_env
-from ...errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError, quote
+from ...errors import (ArgumentError, ProfilerPermissionError, ToolNotFoundError, ToolRunError,
+                       clip, quote)
 
 __all__ = ["write_spec", "profile", "check", "check_hint", "ToolNotFoundError",
            "ProfilerPermissionError", "ToolRunError", "SANITIZER_TOOLS", "report_dir"]

@@ -1,14 +1,13 @@
-"""Views of measurements: a Timing and a History (:mod:`cuda_magic.runtime.measure.bench`), a Profile
-and a Check (:mod:`cuda_magic.runtime.nsight.reports`).  The measurements are plain data; these give
-their text (terminal, ``show``) and HTML (notebooks, nbconvert) from :mod:`.timing` and
-:mod:`.reports`.  Which view shows which type is :data:`.registry.VIEWS`."""
+"""The base of the views of measurements: :class:`MeasureView` gives ``show()``'s part, the
+terminal's text and the notebook's HTML from a subclass's ``text()`` and ``html()``.  The views
+live beside their renderings: a Timing's and a History's in :mod:`.timing`, a Profile's and a
+Check's in :mod:`.reports`.  Which view shows which type is :data:`.registry.VIEWS`."""
 
 from __future__ import annotations
 
 from ..errors import printable
-from . import reports, timing
 
-__all__ = ["MeasureView", "TimingView", "HistoryView", "ProfileView", "CheckView"]
+__all__ = ["MeasureView"]
 
 
 class MeasureView:
@@ -35,51 +34,3 @@ class MeasureView:
 
     def __repr__(self) -> str:
         return self.text()
-
-
-class TimingView(MeasureView):
-    """A :class:`~cuda_magic.runtime.measure.bench.Timing` (``k.bench``)."""
-
-    def text(self) -> str:
-        return timing.text(self.obj)
-
-    def html(self) -> str:
-        return timing.html(self.obj)
-
-
-class HistoryView(MeasureView):
-    """A kernel's :class:`~cuda_magic.runtime.measure.bench.History` (``cuda_magic.history``)."""
-
-    def text(self) -> str:
-        return timing.history_text(self.obj)
-
-    def html(self) -> str:
-        return timing.history_html(self.obj)
-
-
-class ProfileView(MeasureView):
-    """A :class:`~cuda_magic.runtime.nsight.reports.Profile` (``k.profile``); ``show(p, "lines")``
-    prints its per-line metrics."""
-
-    def text(self) -> str:
-        return reports.profile_text(self.obj)
-
-    def html(self) -> str:
-        return reports.profile_html(self.obj)
-
-    def lines(self, n: int | None = None) -> str:
-        """The per-line metrics (all lines, or the ``n`` hottest)."""
-        return reports.lines_text(self.obj, n)
-
-    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
-        return (self.lines() if what == "lines" else self.text()).rstrip("\n")
-
-
-class CheckView(MeasureView):
-    """A :class:`~cuda_magic.runtime.nsight.reports.Check` (``k.check``)."""
-
-    def text(self) -> str:
-        return reports.check_text(self.obj)
-
-    def html(self) -> str:
-        return reports.check_html(self.obj)

@@ -47,7 +47,7 @@ class View:
         return (self.module, self.name)
 
 
-_CELL, _MEASURE = "cuda_magic.display:CellView", "cuda_magic.display.measure"
+_CELL = "cuda_magic.display:CellView"
 
 VIEWS: tuple[View, ...] = (
     View("cuda_magic.cell.module", "Module", _CELL, "mimebundle", "a %%cuda Module",
@@ -58,7 +58,7 @@ VIEWS: tuple[View, ...] = (
          "text/html", "a CompileError"),
     View("cuda_magic.variants.comparison", "Comparison", "cuda_magic.display.compare:CompareView",
          "mimebundle", "a %%cuda_compare Comparison"),
-    View("cuda_magic.correctness.verdict", "Verdict", "cuda_magic.display.verify:VerdictView",
+    View("cuda_magic.correctness.verdict", "Verdict", "cuda_magic.display.verdict:VerdictView",
          "text/html", "a verify() Verdict"),
     View("cuda_magic.variants.tune", "Tuning", "cuda_magic.display.tune:TuneView", "mimebundle",
          "a %%cuda_tune Tuning"),
@@ -66,13 +66,13 @@ VIEWS: tuple[View, ...] = (
          "text/html", "an export() Exported"),
     View("cuda_magic.runtime.measure.timeline.events", "Timeline",
          "cuda_magic.display.timeline:TimelineView", "mimebundle", "a k.timeline Timeline"),
-    View("cuda_magic.runtime.measure.bench", "Timing", f"{_MEASURE}:TimingView", "text/html",
+    View("cuda_magic.runtime.measure.bench", "Timing", "cuda_magic.display.timing:TimingView", "text/html",
          "a Timing"),
-    View("cuda_magic.runtime.measure.history", "History", f"{_MEASURE}:HistoryView", "text/html",
+    View("cuda_magic.runtime.measure.history", "History", "cuda_magic.display.timing:HistoryView", "text/html",
          "a History"),
-    View("cuda_magic.runtime.nsight.ncu_report", "Profile", f"{_MEASURE}:ProfileView", "text/html",
+    View("cuda_magic.runtime.nsight.ncu_report", "Profile", "cuda_magic.display.reports:ProfileView", "text/html",
          "a Profile"),
-    View("cuda_magic.runtime.nsight.sanitizer_report", "Check", f"{_MEASURE}:CheckView", "text/html",
+    View("cuda_magic.runtime.nsight.sanitizer_report", "Check", "cuda_magic.display.reports:CheckView", "text/html",
          "a Check"),
 )
 

@@ -1,5 +1,6 @@
 """How a :class:`~cuda_magic.runtime.nsight.reports.Profile` (``k.profile``) and a
-:class:`~cuda_magic.runtime.nsight.reports.Check` (``k.check``) look: plain text and static HTML.
+:class:`~cuda_magic.runtime.nsight.reports.Check` (``k.check``) look: plain text and static HTML;
+their views, :class:`ProfileView` and :class:`CheckView`.
 
 Everything quoted from the tools and the cell is escaped in HTML.
 """
@@ -11,9 +12,10 @@ from html import escape
 
 from ..runtime.nsight.reports import short_dim
 from . import markup
+from .measure import MeasureView
 from .text import table as text_table
 
-__all__ = ["profile_text", "profile_html", "lines_text", "check_text", "check_html"]
+__all__ = ["ProfileView", "CheckView", "profile_text", "profile_html", "lines_text", "check_text", "check_html"]
 
 LINE_HEAD = ["line", "samples", "share", "not issued", "instructions", "L2 sectors", "excess",
              "top stall", "source"]
@@ -192,3 +194,31 @@ def check_html(c) -> str:
     style = "font-weight: bold" if c.ok else markup.ERR
     return (f'<div class="cuda-magic">{markup.note(first, style)}'
             f'{markup.pre(rest) if rest else ""}</div>')
+
+
+class ProfileView(MeasureView):
+    """A :class:`~cuda_magic.runtime.nsight.reports.Profile` (``k.profile``); ``show(p, "lines")``
+    prints its per-line metrics."""
+
+    def text(self) -> str:
+        return profile_text(self.obj)
+
+    def html(self) -> str:
+        return profile_html(self.obj)
+
+    def lines(self, n: int | None = None) -> str:
+        """The per-line metrics (all lines, or the ``n`` hottest)."""
+        return lines_text(self.obj, n)
+
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        return (self.lines() if what == "lines" else self.text()).rstrip("\n")
+
+
+class CheckView(MeasureView):
+    """A :class:`~cuda_magic.runtime.nsight.reports.Check` (``k.check``)."""
+
+    def text(self) -> str:
+        return check_text(self.obj)
+
+    def html(self) -> str:
+        return check_html(self.obj)

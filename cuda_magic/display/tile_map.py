@@ -2,7 +2,7 @@
 of the tile's elements that mismatch (grey: none; light to dark: a few to all, on a square-root
 scale), its axes the tile grid's, with a legend.  A grid larger than ``cells`` (64) along an axis
 is drawn with several tiles per square (:class:`Layout` says how many).  No JavaScript; colours
-that read on light and dark themes (text in ``currentColor``).  What :mod:`.verify` shows under a
+that read on light and dark themes (text in ``currentColor``).  What :mod:`.verdict` shows under a
 failing output."""
 
 from __future__ import annotations

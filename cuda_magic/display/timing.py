@@ -1,13 +1,16 @@
 """How a :class:`~cuda_magic.runtime.measure.bench.Timing` and a kernel's History look: text, and HTML
-with a small inline SVG plot (no plotting library; styles inline, names escaped)."""
+with a small inline SVG plot (no plotting library; styles inline, names escaped); their views,
+:class:`TimingView` and :class:`HistoryView`."""
 
 from __future__ import annotations
 
 import time
 from html import escape
 
-__all__ = ["text", "html", "notes", "strip_svg", "history_text", "history_html", "history_svg",
-           "duration"]
+from .measure import MeasureView
+
+__all__ = ["TimingView", "HistoryView", "text", "html", "notes", "strip_svg", "history_text",
+           "history_html", "history_svg", "duration"]
 
 MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 CELL = "padding: 1px 12px 1px 0; text-align: left; vertical-align: top; white-space: nowrap"
@@ -307,3 +310,23 @@ def history_html(h) -> str:
             f'{escape(h.kernel)}: {len(h.runs)} runs</div>')
     return (f'<div class="cuda-magic-history">{head}{history_svg(h)}'
             f'{_table(HISTORY_HEAD, rows)}<div style="{MONO}; {DIM}">{escape(LEGEND)}</div></div>')
+
+
+class TimingView(MeasureView):
+    """A :class:`~cuda_magic.runtime.measure.bench.Timing` (``k.bench``)."""
+
+    def text(self) -> str:
+        return text(self.obj)
+
+    def html(self) -> str:
+        return html(self.obj)
+
+
+class HistoryView(MeasureView):
+    """A kernel's :class:`~cuda_magic.runtime.measure.history.History` (``cuda_magic.history``)."""
+
+    def text(self) -> str:
+        return history_text(self.obj)
+
+    def html(self) -> str:
+        return history_html(self.obj)

@@ -21,7 +21,7 @@ SETUP = """\
 import numpy as np
 import ml_dtypes
 from cuda_magic.correctness import verify
-from cuda_magic.display.verify import VerdictView
+from cuda_magic.display.verdict import VerdictView
 rng = np.random.default_rng(0)"""
 
 # within 1 ULP everywhere: passes the float32 default; three runs, bitwise the same

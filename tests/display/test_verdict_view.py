@@ -1,4 +1,4 @@
-"""The view of a verify() Verdict (cuda_magic.display.verify): the text table, the HTML table
+"""The view of a verify() Verdict (cuda_magic.display.verdict): the text table, the HTML table
 with its badges, reasons and rules, the determinism and memory lines, and the inline SVG tile map
 (one square per tile, coloured by the share of its elements that mismatch; downsampled grids)."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from cuda_magic.correctness import verdict as cv
 from cuda_magic.correctness.verdict import OutputCheck, Verdict
-from cuda_magic.display import verify as dv
+from cuda_magic.display import verdict as dv
 from cuda_magic.display.tile_map import NEUTRAL, colour, tile_sizes
-from cuda_magic.display.verify import MEANINGS, VerdictView
+from cuda_magic.display.verdict import MEANINGS, VerdictView
 from cuda_magic.errors import ShowError
 
 

@@ -6,7 +6,7 @@ The work happens in :mod:`cuda_magic.cell` (compiling), :mod:`cuda_magic.variant
 :class:`CudaMagics` class: parse, call, display), ``options`` (the options of the magic lines,
 each declared once), ``args`` (parsing a magic line), ``session`` (``%cuda_config``'s
 transaction over the session's config), ``compiling`` (the status line and the failed compile's
-view around a magic's compiles), ``names`` (binding into the namespace) and ``formatters``
+view around a magic's compiles), ``namespace`` (binding into the user namespace) and ``formatters``
 (IPython's display formatters for the result types).
 """
 

@@ -26,7 +26,7 @@ from ..display import ConfigView, HeaderView
 from ..display import frontend as _frontend
 from ..variants import INPUTS, TOGGLES
 from . import args as _args
-from . import names as _names
+from . import namespace as _namespace
 from . import options as _opt
 from . import session as _session
 from .compiling import compiling
@@ -165,7 +165,7 @@ class CudaMagics(Magics):
             axpy_float[...](...);  m["axpy<float>"]
         """
         args = _args.parse(self.cuda, line)
-        _names.check_name(self.shell, args.name)
+        _namespace.check_name(self.shell, args.name)
         self._replace_views(args.name)
         gpu = None if args.compile_only else detect_arch_soon()     # overlaps the compile
         with compiling(self.shell, args.quiet):
@@ -175,7 +175,7 @@ class CudaMagics(Magics):
                                  load=False if args.compile_only else lambda: gpu() is not None)
         if args.compile_only:
             module.not_loaded = "--compile-only (compiled and shown; no kernels bound or loaded)"
-        _names.bind(self.shell, module, args.name, kernels=not args.compile_only)
+        _namespace.bind(self.shell, module, args.name, kernels=not args.compile_only)
         if args.name:
             _frontend.named(module, args.name)
         self._note_header_users([module], ", ".join(module.python_names()) or "no kernels")
@@ -270,7 +270,7 @@ class CudaMagics(Magics):
             x = cuda_magic.denormals(256)     # subnormals, FLT_MIN, zeros, negatives
         """
         args = _args.parse(self.cuda_compare, line)
-        _names.check_name(self.shell, args.name)
+        _namespace.check_name(self.shell, args.name)
         from ..variants import comparison as _comparison     # NumPy: imported when first used
         recipe = _comparison.Recipe(cell, _args.layer(args), dict(self.defaults), args.preset or self.preset,
                                  tuple(args.instantiate or ()), args.force)
@@ -381,7 +381,7 @@ class CudaMagics(Magics):
         """
         args = _args.parse(self.cuda_tune, line,
                            verbatim=("--space", "--where", "--nbytes", "--flops", "--reference"))
-        _names.check_name(self.shell, args.name)
+        _namespace.check_name(self.shell, args.name)
         kw = {}
         for key in ("repeat", "warmup", "timeout"):
             if getattr(args, key) is not None:
@@ -403,7 +403,7 @@ class CudaMagics(Magics):
                           rtol=args.rtol, atol=args.atol, flush=not args.no_flush,
                           graph=args.graph, nbytes=args.nbytes, flops=args.flops,
                           force=args.force, group=args.group, **kw)
-        _names.bind_tuning(self.shell, tuning, args.name)
+        _namespace.bind_tuning(self.shell, tuning, args.name)
         self._note_header_users([c.module for c in tuning.candidates if c.module is not None],
                                 "%%cuda_tune")
         if args.write:
@@ -412,7 +412,7 @@ class CudaMagics(Magics):
             else:
                 why = "no candidate that ran had the right outputs" if \
                     any(c.ran for c in tuning.candidates) else "nothing ran"
-                _names.note(f"--write: no winner ({why}), so no cell to write", "%%cuda_tune")
+                _namespace.note(f"--write: no winner ({why}), so no cell to write", "%%cuda_tune")
         return tuning
 
     @magic_arguments()
@@ -525,7 +525,7 @@ class CudaMagics(Magics):
         if key in said:
             return
         said.add(key)
-        _names.note(f"the //| tune: header (line {parsed.header_lines.get('tune', 1)}) is not swept "
+        _namespace.note(f"the //| tune: header (line {parsed.header_lines.get('tune', 1)}) is not swept "
                     f"here: %%cuda builds the cell as written (the macros' #ifndef defaults); "
                     f"%%cuda_tune sweeps it")
 

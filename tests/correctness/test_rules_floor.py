@@ -8,7 +8,7 @@ import pytest
 from cuda_magic.correctness.check import verify
 from cuda_magic.correctness.formats import to_bits
 from cuda_magic.correctness.rules import floor_allowance
-from cuda_magic.display.verify import html, text
+from cuda_magic.display.verdict import html, text
 
 
 def exp_ref():

@@ -2,7 +2,7 @@
 
 Plain data (frozen dataclasses); ``bool(verdict)`` is pass/fail, ``str(verdict)`` one line per
 output, ``verdict["y"]`` one output's check, ``verdict.map()`` its mismatch counts per tile.
-The notebook view is :mod:`cuda_magic.display.verify`.
+The notebook view is :mod:`cuda_magic.display.verdict`.
 """
 
 from __future__ import annotations

@@ -556,7 +556,8 @@ extern "C" __global__ void big(float* out, int words) {
     from cuda_magic.runtime.launch import attributes as launch_attrs
     m.big.allow_shared(200_000)
     from cuda_magic.runtime.driver import api, check
-    cfg, func = launch_attrs.config(m.big, (16, 1, 1, 1024, 1, 1), 200_000, 0,
+    cfg, func = launch_attrs.config(m.big, m.big.handle_and_packer(0)[0], (16, 1, 1, 1024, 1, 1),
+                                    200_000, 0,
                                     launch_attrs.Attributes(cluster=(16, 1, 1)))
     fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "probe"))
     print("max active clusters of 16 x 200 KB:", fit, "max dynamic", most)
@@ -612,7 +613,8 @@ def test_a_cluster_no_gpc_can_hold_is_refused_naming_its_shared_memory(monkeypat
     monkeypatch.setattr(launch_attrs, "config", lambda *a: ("cfg", "func"))
     monkeypatch.setattr(driver, "api", lambda: SimpleNamespace(
         cuOccupancyMaxActiveClusters=lambda func, cfg: (0, fits["n"])))
-    k = SimpleNamespace(name="big", attributes={"shared": 1024})
+    k = SimpleNamespace(name="big", attributes={"shared": 1024},
+                        handle_and_packer=lambda shared: ("handle", "packer"))
     with pytest.raises(ArgumentError, match=r"big: a cluster of 16x1x1 = 16 blocks of 1024 threads "
                                             r"does not fit on the GPU \(cuOccupancyMaxActiveClusters"
                                             r" = 0\): 201,024 bytes of shared memory per block "

@@ -24,8 +24,8 @@ block, cluster, shared memory, cooperative and PDL settings (:func:`from_launch_
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
+from typing import NamedTuple
 
 from ...errors import ArgumentError, quote
 from .configuration import checked_dims, checked_shared
@@ -36,20 +36,20 @@ __all__ = ["Attributes", "compiled_cluster", "check_grid", "checked", "prepared"
 PORTABLE_CLUSTER = 8       # blocks per cluster every sm_90+ GPU runs
 MAX_CLUSTER = 16           # with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (H100/H200)
 
-# per kernel (weakly: a kernel gone takes its entries along): its __cluster_dims__, and its
-# cuLaunchKernelEx configurations (made per binding: a kernel bound again makes them again)
+# each kernel's __cluster_dims__ (weakly: a kernel gone takes its entry along), and the
+# cuLaunchKernelEx configurations by CUkernel handle (one binding of a kernel: bound again, a
+# kernel has a new handle and makes its configurations again)
 _CLUSTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_CONFIGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CONFIGS: dict = {}
 
 
-@dataclasses.dataclass(frozen=True)
-class Attributes:
+class Attributes(NamedTuple):
     """The launch attributes of one launch, checked, as one value (cuda.core's ``LaunchConfig``
     is the model): ``cluster`` a shape of 3 ints or None, ``cooperative``, ``pdl`` bools.
     Made by :meth:`of` from the keywords of ``k.launch``, ``k.bench``, ``k.profile``,
     ``k.check`` and ``k.timeline``; None stands for "no attributes" (a plain
-    ``cuLaunchKernel``).  It pickles (to the helper process) and has a JSON form (the tools'
-    spec files)."""
+    ``cuLaunchKernel``).  Immutable and hashed at C speed (a key of the launch caches); it
+    pickles (to the helper process) and has a JSON form (the tools' spec files)."""
 
     cluster: tuple[int, int, int] | None = None
     cooperative: bool = False
@@ -66,7 +66,7 @@ class Attributes:
 
     def keywords(self) -> dict:
         """``k.launch``'s keywords for these attributes (how the helper process launches)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return self._asdict()
 
     def words(self, values: bool = False) -> list[str]:
         """The attributes on, by name (``["cluster", "pdl"]``), with ``values`` the shapes too
@@ -235,16 +235,12 @@ def checked(kernel, dims, shared: int, attrs: Attributes) -> None:
                                 f"{per_sm * sms} at this block size and shared memory")
 
 
-def config(kernel, dims, shared: int, stream: int, attrs: Attributes):
+def config(kernel, handle, dims, shared: int, stream: int, attrs: Attributes):
     """``(CUlaunchConfig, CUfunction)`` of one ``cuLaunchKernelEx`` of the loaded ``kernel``
-    with these attributes; made once per configuration and binding of the kernel."""
+    (``handle`` its CUkernel) with these attributes; made once per configuration and binding."""
     from ..driver import api, check
-    handle = kernel.handle_and_packer(shared)[0]
-    key = (tuple(dims), shared, stream, attrs)
-    cache = _CONFIGS.get(kernel)
-    if cache is None:
-        cache = _CONFIGS[kernel] = {}
-    hit = cache.get(key)
+    key = (id(handle), tuple(dims), shared, stream, attrs)
+    hit = _CONFIGS.get(key)
     if hit is not None and hit[2] is handle:
         return hit[:2]
     drv = api()
@@ -257,9 +253,9 @@ def config(kernel, dims, shared: int, stream: int, attrs: Attributes):
     cfg.hStream = drv.CUstream(stream)
     cfg.attrs = attributes
     cfg.numAttrs = len(attributes)
-    if len(cache) > 64:
-        cache.clear()
-    cache[key] = (cfg, func, handle)
+    if len(_CONFIGS) > 256:
+        _CONFIGS.clear()
+    _CONFIGS[key] = (cfg, func, handle)
     return cfg, func
 
 
@@ -269,7 +265,8 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
     (``cuOccupancyMaxActiveClusters`` is 0: the blocks of a cluster run at once on the SMs of
     one GPC, each with its shared memory)."""
     from ..driver import api, check
-    cfg, func = config(kernel, dims, shared, 0, Attributes(cluster=given))
+    cfg, func = config(kernel, kernel.handle_and_packer(shared)[0], dims, shared, 0,
+                       Attributes(cluster=given))
     fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "cuOccupancyMaxActiveClusters"))
     if fit == 0:
         size = cluster[0] * cluster[1] * cluster[2]
@@ -284,15 +281,18 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
             f"block or shared memory")
 
 
-def launch_ex(kernel, dims, shared: int, stream: int, params: int, attrs: Attributes) -> None:
-    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
+def launch_ex(kernel, handle, dims, shared: int, stream: int, params: int,
+              attrs: Attributes) -> None:
+    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` (``handle`` its CUkernel) with its
+    attributes."""
     from ..driver import api, check
     drv = api()
-    cfg, func = config(kernel, dims, shared, stream, attrs)
+    cfg, func = config(kernel, handle, dims, shared, stream, attrs)
     err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
         from .. import driver
         driver.context()
         err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
-    check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
-                  f"{shared}] with {', '.join(attrs.words())}")
+    if err != 0:
+        check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
+                      f"{shared}] with {', '.join(attrs.words())}")

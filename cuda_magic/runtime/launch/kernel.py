@@ -232,7 +232,7 @@ class Kernel:
                 launch = waiting.Launch.of(self, dims)
             if attrs is not None:
                 def run():
-                    launch_attrs.launch_ex(self, dims, shared, stream, params, attrs)
+                    launch_attrs.launch_ex(self, b[1], dims, shared, stream, params, attrs)
                     if self.printf:
                         self._printed(stream, launch)
                 if self.printf:

@@ -275,7 +275,7 @@ def _launcher(drv, kernel, handle, dims, shared: int, params, attrs):
     from ..launch import attributes as launch_attrs
 
     def launch(s):
-        cfg, func = launch_attrs.config(kernel, dims, shared, s, attrs)
+        cfg, func = launch_attrs.config(kernel, handle, dims, shared, s, attrs)
         return drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     return launch
 

@@ -33,7 +33,7 @@ HEADER = "//|"
 MAX_SPELLING = 1000      # characters of an --instantiate spelling
 
 
-class _HeaderLoader(yaml.SafeLoader):
+class HeaderLoader(yaml.SafeLoader):
     """YAML for ``//|`` headers: no anchors or aliases (a few bytes of them expand to gigabytes),
     and a typed scalar that cannot be read (``!!bool maybe``) is a YAML error at its line."""
 
@@ -108,7 +108,7 @@ class _HeaderLoader(yaml.SafeLoader):
 
 def _load_header(text: str) -> tuple[object, dict[str, int]]:
     """The YAML of a header and, per top-level key (as written), the 0-based line it is on."""
-    loader = _HeaderLoader(text)
+    loader = HeaderLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -173,6 +173,10 @@ class Module:
     def config_of(self, kernel: str) -> Resolved:
         return self._entries[self._name(kernel)].config
 
+    def decl_of(self, kernel: str) -> KernelDecl | None:
+        """The declaration of ``kernel`` the cell's parser read (None where it read none)."""
+        return self._entries[self._name(kernel)].decl
+
     def occupancy(self, kernel: str, block: int = 256, shared: int = 0):
         """Theoretical occupancy of ``kernel`` at ``block`` threads per block (an int or a
         launch's 1 to 3 dimensions, ``(32, 32)``) and ``shared``

@@ -202,9 +202,8 @@ def listing(plr: str, elf: bytes) -> str:
     ValueError where ``plr`` does not hold every instruction of a function (a gap in the
     addresses, as ``-plr`` skips unreachable code) or a function's section is unknown."""
     from ..compile import binary as _binary
-    from ..compile.binary import _elf
     chains = _binary.inline_table(elf)
-    size = {s.name: s.size for s in _elf.sections(elf) if s.name.startswith(".text.")}
+    size = {s.name: s.size for s in _binary.sections(elf) if s.name.startswith(".text.")}
     out: list[str] = []
     state = {"section": None, "next": 0, "columns": False}
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import RunError, clip, quote
 from ..runtime.helper.encoding import EncodingError, encode, host_copy
-from ..runtime.launch.kernel import _dims
+from ..runtime.launch.configuration import checked_dims
 from ..runtime.sweep import Launch
 from .comparison import _is_array, parse_run
 from .space import TuneRunError, label
@@ -35,7 +35,7 @@ class Recorder:
     def __getitem__(self, key):
         if not isinstance(key, tuple) or not 2 <= len(key) <= 4:
             raise TuneRunError(f"launch as {self._name}[grid, block](*args) in --run")
-        dims = _dims(key[0], "grid") + _dims(key[1], "block")
+        dims = checked_dims(key[0], "grid") + checked_dims(key[1], "block")
         shared = key[2] if len(key) > 2 else 0
         if not isinstance(shared, int) or isinstance(shared, bool) or shared < 0:
             raise TuneRunError(f"{self._name}: shared_mem must be a non-negative int, not {shared!r}")

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from .. import cell
-from ..cell import _HeaderLoader
+from ..cell import HeaderLoader
 from ..cell.scan import blank
 from ..config import Resolved
 from .toggles import set_toggle
@@ -96,7 +96,7 @@ def load_value(name: str, text: str):
                         f"{'a NUL' if bad == chr(0) else 'a lone surrogate'} "
                         f"({ascii(bad)}): a value is one printable line", name)
     try:
-        loader = _HeaderLoader(text)
+        loader = HeaderLoader(text)
     except yaml.YAMLError as exc:
         raise TuneError(f"tune parameter {name!r}: cannot read {quote(text, 60)} "
                         f"({clip(str(getattr(exc, 'problem', None) or exc), 80)})", name) from None

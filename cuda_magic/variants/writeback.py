@@ -141,7 +141,7 @@ def _line(source: str, n: int) -> str:
 
 def _kernel_config(module, decl) -> Resolved:
     for name in module.kernels:
-        entry = module._entries[name]
-        if entry.decl is not None and entry.decl.line == decl.line:
-            return entry.config
+        d = module.decl_of(name)
+        if d is not None and d.line == decl.line:
+            return module.config_of(name)
     raise KeyError(decl.name)

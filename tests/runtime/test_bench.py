@@ -364,6 +364,7 @@ def test_helper_process_unpacks_the_options(scale, monkeypatch):
     from cuda_magic.runtime.launch import kernel as kernel_module
     from cuda_magic.runtime.helper import main as worker_main
     from cuda_magic.runtime.helper import transport
+    from cuda_magic.runtime.launch.attributes import Attributes
     seen = {}
 
     def fake_bench(self, grid, block, *args, **kw):
@@ -373,7 +374,7 @@ def test_helper_process_unpacks_the_options(scale, monkeypatch):
     opts = options(repeat=5, graph=3)
     x = np.arange(4, dtype=np.float32)
     sent = worker.message(scale, "bench", (2, 1, 1, 32, 1, 1), 0, (x, None, 1.0, 4), opts,
-                          ((2, 1, 1), False, True))
+                          Attributes(cluster=(2, 1, 1), pdl=True))
     to_child, from_parent = os.pipe()
     to_parent, from_child = os.pipe()
     transport.send(from_parent, sent)

@@ -344,10 +344,11 @@ def test_a_launch_with_attributes_runs_in_the_worker_checked_there(fake, module,
     """After a fault or under isolate(), k.launch(cluster=...) goes to the worker with its
     attributes, where k.launch checks them again on that GPU; a tensor map cannot cross."""
     from cuda_magic.runtime import Kernel
+    from cuda_magic.runtime.launch.attributes import Attributes
     from cuda_magic.runtime.tensormap import TensorMap
     x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
     sent = worker.message(module.scale, "run", (4, 1, 1, 16, 1, 1), 0, (x, y, 4.0, 64),
-                          ((2, 1, 1), True, False))
+                          Attributes(cluster=(2, 1, 1), cooperative=True))
     calls = []
     monkeypatch.setattr(Kernel, "launch", lambda self, *a, **kw: calls.append((a, kw)))
     assert served(sent)[0] == "ok"

@@ -238,3 +238,24 @@ def test_a_launch_config_takes_only_a_bool_for_its_flags(fake, field):
     k[LaunchConfig(8, 32, **{field: True})](*ARGS)
     assert fake.ex == [((8, 1, 1), None, field == "is_cooperative",
                         field == "programmatic_stream_serialization")]
+
+
+# --- the one value -------------------------------------------------------------------------------
+
+def test_the_attributes_are_one_value_every_entry_takes_by_its_keywords():
+    """``Attributes`` is what travels: None for no attributes, its JSON form reads back as
+    itself, and each of its fields is a keyword of every entry that takes launch attributes
+    (a field added without its keyword would never be asked for)."""
+    import inspect
+
+    from cuda_magic.runtime.launch.attributes import Attributes
+    from cuda_magic.runtime.measure.timeline.recording import timeline
+    assert Attributes.of("k") is None and Attributes.of("k", cluster=None, pdl=False) is None
+    a = Attributes.of("k", cluster=2, pdl=True)
+    assert a == Attributes(cluster=(2, 1, 1), pdl=True) and hash(a) == hash(Attributes((2, 1, 1),
+                                                                                       False, True))
+    assert Attributes.from_json(a.to_json()) == a and a.words(values=True) == ["cluster=2x1x1",
+                                                                                "pdl"]
+    for entry in (Kernel.launch, Kernel.bench.fn, Kernel.profile.fn, Kernel.check.fn, timeline):
+        params = inspect.signature(entry).parameters
+        assert all(params[f].default == d for f, d in Attributes().keywords().items()), entry

@@ -9,7 +9,7 @@ import pytest
 import cuda_magic
 from corpus import KERNELS
 from cuda_magic import ArgumentError
-from cuda_magic.runtime.launch.attributes import _three, check_grid
+from cuda_magic.runtime.launch.attributes import Attributes, _three, check_grid
 from cuda_magic.runtime.tensormap import tma
 
 
@@ -202,15 +202,15 @@ def test_a_tensor_map_crosses_to_a_tool_as_its_array_and_recipe(tmp_path, monkey
                 "im2col": None}
     out = np.zeros_like(host)
     tools.write_spec(m.tma_scale_tile, (3, 3, 1, 128, 1, 1), 0, (t, out, 40, 72, -2.0),
-                     str(tmp_path), ((3, 1, 1), False, True))
+                     str(tmp_path), Attributes(cluster=(3, 1, 1), pdl=True))
     spec = json.loads((tmp_path / "spec.json").read_text())
     assert spec["args"][0] == {"kind": "tensormap", "file": "arg0.npy", "recipe": t.recipe}
-    assert spec["attrs"] == [[3, 1, 1], False, True]
+    assert spec["attrs"] == {"cluster": [3, 1, 1], "cooperative": False, "pdl": True}
     made = []
     monkeypatch.setattr(device_array.DeviceArray, "upload", classmethod(lambda cls, a: ("copy", a)))
     monkeypatch.setattr(tensormap, "tma", lambda a, **kw: made.append((a, kw)) or b"map")
     loaded = read(str(tmp_path))
-    assert loaded.args[0] == b"map" and loaded.attrs == ((3, 1, 1), False, True)
+    assert loaded.args[0] == b"map" and loaded.attrs == Attributes((3, 1, 1), False, True)
     (copy, again), kw = made[0]
     assert copy == "copy" and again.tobytes() == host.tobytes() and kw == t.recipe
 
@@ -556,8 +556,9 @@ extern "C" __global__ void big(float* out, int words) {
     from cuda_magic.runtime.launch import attributes as launch_attrs
     m.big.allow_shared(200_000)
     from cuda_magic.runtime.driver import api, check
-    cfg, func = launch_attrs.config(m.big, (16, 1, 1, 1024, 1, 1), 200_000, 0, (16, 1, 1),
-                                    False, False)
+    cfg, func = launch_attrs.config(m.big, m.big.handle_and_packer(0)[0], (16, 1, 1, 1024, 1, 1),
+                                    200_000, 0,
+                                    launch_attrs.Attributes(cluster=(16, 1, 1)))
     fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "probe"))
     print("max active clusters of 16 x 200 KB:", fit, "max dynamic", most)
     if fit == 0:
@@ -612,7 +613,8 @@ def test_a_cluster_no_gpc_can_hold_is_refused_naming_its_shared_memory(monkeypat
     monkeypatch.setattr(launch_attrs, "config", lambda *a: ("cfg", "func"))
     monkeypatch.setattr(driver, "api", lambda: SimpleNamespace(
         cuOccupancyMaxActiveClusters=lambda func, cfg: (0, fits["n"])))
-    k = SimpleNamespace(name="big", attributes={"shared": 1024})
+    k = SimpleNamespace(name="big", attributes={"shared": 1024},
+                        handle_and_packer=lambda shared: ("handle", "packer"))
     with pytest.raises(ArgumentError, match=r"big: a cluster of 16x1x1 = 16 blocks of 1024 threads "
                                             r"does not fit on the GPU \(cuOccupancyMaxActiveClusters"
                                             r" = 0\): 201,024 bytes of shared memory per block "

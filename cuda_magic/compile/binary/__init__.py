@@ -7,7 +7,8 @@ No GPU and no CUDA initialisation; pure Python over ``struct``, plus
 ``_format``
     the formats (``"cubin"``, ``"ptx"``, ``"fatbin"``) and :class:`BinaryFormatError`.
 ``_elf``
-    a cubin as ELF64 (``e_machine`` EM_CUDA = 190): sections, symbols, the entry mark.
+    a cubin as ELF64 (``e_machine`` EM_CUDA = 190): sections (:func:`sections`), symbols,
+    the entry mark.
 ``_cubin``
     a cubin's entries and parameter layouts (``.nv.info``); :func:`max_threads` (each entry's
     ``__launch_bounds__``), :func:`cluster_dims` (its ``__cluster_dims__``).
@@ -31,6 +32,7 @@ C++ type spelling (:func:`split_signature`, :func:`c_type`) lives in
 
 from ..cpptypes import c_type, split_signature
 from ._demangle import demangle
+from ._elf import sections
 from ._cubin import cluster_dims, max_threads
 from ._entries import NOT_THE_CELLS, Entry, entries, entry_symbols, kernel_code
 from ._fatbin import Image, cubin_for, fatbin_extract, fatbin_images
@@ -40,4 +42,4 @@ from ._lines import cell_line_table, chain_of, inline_table, line_of, line_table
 __all__ = ["Entry", "Image", "BinaryFormatError", "entries", "entry_symbols",
            "NOT_THE_CELLS", "demangle", "split_signature", "c_type", "fatbin_images",
            "fatbin_extract", "kernel_code", "line_table", "line_of", "inline_table",
-           "cell_line_table", "chain_of", "cubin_for", "max_threads", "cluster_dims"]
+           "cell_line_table", "chain_of", "cubin_for", "max_threads", "cluster_dims", "sections"]

@@ -49,14 +49,14 @@ def serve(inp: int, out: int) -> None:
                 if attrs is None:
                     k.launch_raw(dims, shared, 0, args)
                 else:                                  # checked again here, on this GPU
-                    k.launch(dims[:3], dims[3:], args, shared, **_keywords(attrs))
+                    k.launch(dims[:3], dims[3:], args, shared, **attrs.keywords())
                 arrays = [(i, a) for i, (p, a) in enumerate(zip(k.params, args))
                           if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
                 result = None
             elif op == "bench":
                 dims, shared, _, options, attrs = payload     # options: bench.options(...)
                 result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options,
-                                 **_keywords(attrs))
+                                 **(attrs.keywords() if attrs is not None else {}))
             elif op == "occupancy":
                 result = k.occupancy(*payload)
             else:
@@ -69,11 +69,6 @@ def serve(inp: int, out: int) -> None:
             transport.send(out, ("err", (type(exc).__name__, str(exc), printed.getvalue(),
                                          driver.lost() is not None or hang,
                                          getattr(exc, "seconds", 0.0) if hang else None)))
-
-
-def _keywords(attrs) -> dict:
-    """``k.launch``'s keywords for ``attrs`` = ``(cluster, cooperative, pdl)`` (None: none)."""
-    return {} if attrs is None else dict(zip(("cluster", "cooperative", "pdl"), attrs))
 
 
 def main() -> int:

@@ -18,6 +18,7 @@ import os
 
 from . import encoding
 from .program import Entry, Program
+from ..launch.attributes import Attributes
 from ...errors import SpecError
 
 __all__ = ["SPEC", "RESULT", "BINARY", "VERSION", "SpecError", "Loaded", "write", "read",
@@ -39,7 +40,7 @@ class Loaded:
     dims: tuple
     shared: int
     args: list
-    attrs: tuple | None = None          # (cluster or None, cooperative, pdl): cuLaunchKernelEx
+    attrs: Attributes | None = None     # the launch attributes (cuLaunchKernelEx), or None
 
     @property
     def symbol(self) -> str:
@@ -73,8 +74,8 @@ class Loaded:
 def write(directory: str, program: Program, name: str, dims, shared: int, args: list,
           arrays: dict, attrs=None) -> None:
     """Write one launch of ``program``'s kernel ``name``: ``args`` encoded (arrays named by
-    their file), ``arrays`` (file name -> NumPy array) saved beside them, ``attrs`` the launch
-    attributes ``(cluster, cooperative, pdl)`` or None."""
+    their file), ``arrays`` (file name -> NumPy array) saved beside them, ``attrs`` the launch's
+    :class:`~..launch.attributes.Attributes` or None."""
     import numpy as np
     entry = program.kernels[name]
     for file, a in arrays.items():
@@ -84,8 +85,7 @@ def write(directory: str, program: Program, name: str, dims, shared: int, args: 
             "format": program.format, "arch": program.arch, "sha256": program.sha256,
             "params": [dataclasses.asdict(p) for p in entry.params],
             "dims": list(dims), "shared": int(shared), "args": [encoding.to_json(a) for a in args],
-            "attrs": None if attrs is None else [None if attrs[0] is None else list(attrs[0]),
-                                                 bool(attrs[1]), bool(attrs[2])]}
+            "attrs": None if attrs is None else attrs.to_json()}
     with open(os.path.join(directory, BINARY[program.format]), "wb") as f:
         f.write(program.binary)
     with open(os.path.join(directory, SOURCE), "w", encoding="utf-8") as f:
@@ -114,8 +114,7 @@ def read(directory: str) -> Loaded:
         args = [_arg(directory, a) for a in spec["args"]]
         attrs = spec.get("attrs")
         if attrs is not None:
-            attrs = (None if attrs[0] is None else tuple(int(c) for c in attrs[0]),
-                     bool(attrs[1]), bool(attrs[2]))
+            attrs = Attributes.from_json(attrs)
     except SpecError:
         raise
     except (OSError, KeyError, TypeError, ValueError) as exc:

@@ -82,7 +82,8 @@ def message(kernel, op: str, *payload) -> tuple:
     launch arguments of "run" and "bench" as ``(encoded, arrays)``; an ArgumentError for an
     argument that cannot cross (device memory, a tensor map).  "run" is ``(dims, shared, args,
     attrs)``, "bench" ``(dims, shared, args, options, attrs)``: ``attrs`` the launch's
-    ``(cluster, cooperative, pdl)`` or None, checked again in the helper against its GPU."""
+    :class:`~..launch.attributes.Attributes` or None, checked again in the helper against its
+    GPU."""
     if op in ("run", "bench"):
         args = payload[2]
         for p, a in zip(kernel.params, args):

@@ -3,8 +3,9 @@
 - :mod:`.kernel`: :class:`~.kernel.Kernel` (``k[grid, block](*args)``, ``k.launch``, the
   methods ``k.bench``/``k.profile``/``k.check``/``k.verify``/``k.timeline``);
 - :mod:`.form`: those methods written like a launch (``k.bench[grid, block](...)``);
-- :mod:`.attributes`: launch attributes (clusters, cooperative launches, PDL), checked before
-  the driver sees them;
+- :mod:`.configuration`: a launch's grid, block, shared memory and stream, checked;
+- :mod:`.attributes`: launch attributes (clusters, cooperative launches, PDL) as one
+  :class:`~.attributes.Attributes` value, checked before the driver sees them;
 - :mod:`.params`: what a C parameter is (:class:`~.params.Param`, :class:`~.params.Scalar`);
 - argument marshalling: Python values -> one kernel-parameter buffer, by the parsed signature.
   Scalars are packed with :mod:`struct` at the declared type (never a guessed width;

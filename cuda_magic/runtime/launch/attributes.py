@@ -9,7 +9,13 @@ clusters), so a different one is an error, and so is a grid its shape does not d
 cooperative grid must fit on the GPU at once (blocks per SM x SMs, the driver's occupancy;
 all blocks, x * y * z); ``cooperative`` and ``pdl`` are bools only (:func:`flag`); each error
 names the limit.  After a fault or under ``isolate()`` the launch runs in the helper
-process (:mod:`.worker`), which checks the GPU's limits again there.
+process (:mod:`~cuda_magic.runtime.helper.worker`), which checks the GPU's limits again there.
+
+The keywords become one :class:`Attributes` where they arrive (:meth:`Attributes.of`), and that
+one value travels on: to the launch (:func:`launch_ex`), ``k.bench``'s timed launches, the
+helper process and the tools' spec files.  A new attribute is a field of :class:`Attributes`,
+its check in :meth:`Attributes.of` (and :func:`checked` for a limit of the GPU) and its driver
+attribute in :meth:`Attributes.driver_attributes`.
 
 cuda.core's ``LaunchConfig`` is the other way to write the same launch: ``k[config](*args)`` or
 ``k[config, stream](*args)`` (and ``k.bench[config]``, ...) is ``k.launch`` with its grid,
@@ -18,18 +24,106 @@ block, cluster, shared memory, cooperative and PDL settings (:func:`from_launch_
 
 from __future__ import annotations
 
-from ...errors import ArgumentError, quote
+import weakref
+from typing import NamedTuple
 
-__all__ = ["compiled_cluster", "check_grid", "checked", "launch_ex", "from_launch_config",
-           "flag", "PORTABLE_CLUSTER", "MAX_CLUSTER"]
+from ...errors import ArgumentError, quote
+from .configuration import checked_dims, checked_shared
+
+__all__ = ["Attributes", "compiled_cluster", "check_grid", "checked", "prepared", "launch_ex",
+           "config", "from_launch_config", "flag", "PORTABLE_CLUSTER", "MAX_CLUSTER"]
 
 PORTABLE_CLUSTER = 8       # blocks per cluster every sm_90+ GPU runs
 MAX_CLUSTER = 16           # with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (H100/H200)
 
+# each kernel's __cluster_dims__ (weakly: a kernel gone takes its entry along), and the
+# cuLaunchKernelEx configurations by CUkernel handle (one binding of a kernel: bound again, a
+# kernel has a new handle and makes its configurations again)
+_CLUSTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CONFIGS: dict = {}
+
+
+class Attributes(NamedTuple):
+    """The launch attributes of one launch, checked, as one value (cuda.core's ``LaunchConfig``
+    is the model): ``cluster`` a shape of 3 ints or None, ``cooperative``, ``pdl`` bools.
+    Made by :meth:`of` from the keywords of ``k.launch``, ``k.bench``, ``k.profile``,
+    ``k.check`` and ``k.timeline``; None stands for "no attributes" (a plain
+    ``cuLaunchKernel``).  Immutable and hashed at C speed (a key of the launch caches); it
+    pickles (to the helper process) and has a JSON form (the tools' spec files)."""
+
+    cluster: tuple[int, int, int] | None = None
+    cooperative: bool = False
+    pdl: bool = False
+
+    @classmethod
+    def of(cls, name: str, *, cluster=None, cooperative=False, pdl=False) -> "Attributes | None":
+        """The attributes the keywords ask for, each checked (kernel ``name`` in the errors);
+        None when they ask for none."""
+        cooperative, pdl = flag(cooperative, "cooperative", name), flag(pdl, "pdl", name)
+        shape = _three(cluster, "cluster") if cluster is not None else None
+        made = cls(shape, cooperative, pdl)
+        return made if made != _NONE else None
+
+    def keywords(self) -> dict:
+        """``k.launch``'s keywords for these attributes (how the helper process launches)."""
+        return self._asdict()
+
+    def words(self, values: bool = False) -> list[str]:
+        """The attributes on, by name (``["cluster", "pdl"]``), with ``values`` the shapes too
+        (``["cluster=2x1x1", "pdl"]``): what errors and ``Timing.notes`` say."""
+        out = []
+        for name, v in self.keywords().items():
+            if isinstance(v, tuple):
+                out.append(f"{name}={'x'.join(map(str, v))}" if values else name)
+            elif v:
+                out.append(name)
+        return out
+
+    def to_json(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.keywords().items()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Attributes":
+        """The attributes :meth:`to_json` wrote (TypeError or ValueError where it did not)."""
+        return cls(**{k: tuple(int(c) for c in v) if isinstance(v, list) else bool(v)
+                      for k, v in data.items()})
+
+    def driver_attributes(self, drv, func, name: str) -> list:
+        """The ``CUlaunchAttribute`` list of ``cuLaunchKernelEx`` for the CUfunction ``func`` of
+        kernel ``name`` (a cluster of more than 8 blocks allowed on ``func`` first)."""
+        from ..driver import check
+        attrs = []
+        ID = drv.CUlaunchAttributeID
+        cluster = self.cluster
+        if cluster is not None:
+            size = cluster[0] * cluster[1] * cluster[2]
+            if size > PORTABLE_CLUSTER:
+                check(drv.cuFuncSetAttribute(
+                    func, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1), f"{name}: allowing a cluster of {size} blocks (non-portable)")
+            a = drv.CUlaunchAttribute()
+            a.id = ID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
+            attrs.append(a)
+        if self.cooperative:
+            a = drv.CUlaunchAttribute()
+            a.id = ID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            a.value.cooperative = 1
+            attrs.append(a)
+        if self.pdl:
+            a = drv.CUlaunchAttribute()
+            a.id = ID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            a.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(a)
+        return attrs
+
+
+_NONE = Attributes()
+
 
 def compiled_cluster(kernel) -> tuple[int, int, int] | None:
     """The ``__cluster_dims__`` the kernel's binary carries, or None (read once per kernel)."""
-    cached = kernel.__dict__.get("_cluster", False)
+    cached = _CLUSTERS.get(kernel, False)
     if cached is not False:
         return cached
     from ...compile.binary import cluster_dims
@@ -39,7 +133,7 @@ def compiled_cluster(kernel) -> tuple[int, int, int] | None:
         dims = cluster_dims(elf).get(kernel.symbol) if elf is not None else None
     except Exception:
         dims = None
-    kernel._cluster = dims
+    _CLUSTERS[kernel] = dims
     return dims
 
 
@@ -99,14 +193,24 @@ def check_grid(name: str, grid: tuple, cluster: tuple) -> None:
                                 f"{axis} = {c} (clusters tile the grid)")
 
 
-def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) -> tuple:
-    """``(cluster shape or None, cooperative, pdl)`` for :func:`launch_ex`, each limit checked:
-    the shape against ``__cluster_dims__`` and the grid, one cluster against what fits on the
-    GPU (:func:`cluster_fit`), a cooperative grid against what fits on the GPU at once (blocks
+def prepared(kernel, grid, block, shared_mem, attrs: Attributes | None) -> tuple:
+    """``(dims, shared, attrs)`` of a launch of ``kernel`` with ``attrs`` (None: none), each
+    checked (:func:`checked`): what ``k.launch`` with attributes, ``k.bench``, ``k.profile``,
+    ``k.check`` and ``k.timeline`` launch."""
+    dims, shared = checked_dims(grid, "grid") + checked_dims(block, "block"), checked_shared(shared_mem)
+    if attrs is not None:
+        checked(kernel, dims, shared, attrs)
+    return dims, shared, attrs
+
+
+def checked(kernel, dims, shared: int, attrs: Attributes) -> None:
+    """Each limit of ``attrs`` checked for this launch of ``kernel``: the cluster shape
+    against ``__cluster_dims__`` and the grid, one cluster against what fits on the GPU
+    (:func:`cluster_fit`), a cooperative grid against what fits on the GPU at once (blocks
     per SM x SMs)."""
     from .. import driver
     from ..driver import api, check
-    shape = _three(cluster, "cluster") if cluster is not None else None
+    shape = attrs.cluster
     compiled = compiled_cluster(kernel)
     if shape is not None and compiled is not None and shape != compiled:
         raise ArgumentError(f"{kernel.name}: compiled with __cluster_dims__{compiled}; a launch "
@@ -114,11 +218,11 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
     if shape is not None or compiled is not None:
         check_grid(kernel.name, dims[:3], shape or compiled)
     if driver.elsewhere():                # the helper process checks the rest on its GPU
-        return shape, cooperative, pdl
+        return
     if shape is not None or compiled is not None:
         kernel.allow_shared(shared)
         cluster_fit(kernel, dims, shared, shape, shape or compiled)
-    if cooperative:
+    if attrs.cooperative:
         blocks = dims[0] * dims[1] * dims[2]
         per_sm = kernel.occupancy(dims[3] * dims[4] * dims[5], shared)
         drv = api()
@@ -129,53 +233,29 @@ def checked(kernel, dims, shared: int, cluster, cooperative: bool, pdl: bool) ->
             raise ArgumentError(f"{kernel.name}: a cooperative grid of {blocks} blocks does not "
                                 f"fit on the GPU at once: {per_sm} per SM x {sms} SMs = "
                                 f"{per_sm * sms} at this block size and shared memory")
-    return shape, cooperative, pdl
 
 
-def config(kernel, dims, shared: int, stream: int, cluster, cooperative: bool, pdl: bool):
+def config(kernel, handle, dims, shared: int, stream: int, attrs: Attributes):
     """``(CUlaunchConfig, CUfunction)`` of one ``cuLaunchKernelEx`` of the loaded ``kernel``
-    with these attributes (a cluster of more than 8 blocks allowed first); made once per
-    configuration and binding of the kernel."""
+    (``handle`` its CUkernel) with these attributes; made once per configuration and binding."""
     from ..driver import api, check
-    key = (tuple(dims), shared, stream, cluster, cooperative, pdl)
-    cache = kernel.__dict__.setdefault("_configs", {})
-    hit = cache.get(key)
-    if hit is not None and hit[2] is kernel._bound:
+    key = (id(handle), tuple(dims), shared, stream, attrs)
+    hit = _CONFIGS.get(key)
+    if hit is not None and hit[2] is handle:
         return hit[:2]
     drv = api()
-    func = check(drv.cuKernelGetFunction(kernel._bound[1]), "cuKernelGetFunction")
-    attrs = []
-    ID = drv.CUlaunchAttributeID
-    if cluster is not None:
-        size = cluster[0] * cluster[1] * cluster[2]
-        if size > PORTABLE_CLUSTER:
-            check(drv.cuFuncSetAttribute(
-                func, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                1), f"{kernel.name}: allowing a cluster of {size} blocks (non-portable)")
-        a = drv.CUlaunchAttribute()
-        a.id = ID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
-        attrs.append(a)
-    if cooperative:
-        a = drv.CUlaunchAttribute()
-        a.id = ID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-        a.value.cooperative = 1
-        attrs.append(a)
-    if pdl:
-        a = drv.CUlaunchAttribute()
-        a.id = ID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        a.value.programmaticStreamSerializationAllowed = 1
-        attrs.append(a)
+    func = check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
+    attributes = attrs.driver_attributes(drv, func, kernel.name)
     cfg = drv.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = dims[:3]
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = dims[3:]
     cfg.sharedMemBytes = shared
     cfg.hStream = drv.CUstream(stream)
-    cfg.attrs = attrs
-    cfg.numAttrs = len(attrs)
-    if len(cache) > 64:
-        cache.clear()
-    cache[key] = (cfg, func, kernel._bound)
+    cfg.attrs = attributes
+    cfg.numAttrs = len(attributes)
+    if len(_CONFIGS) > 256:
+        _CONFIGS.clear()
+    _CONFIGS[key] = (cfg, func, handle)
     return cfg, func
 
 
@@ -185,7 +265,8 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
     (``cuOccupancyMaxActiveClusters`` is 0: the blocks of a cluster run at once on the SMs of
     one GPC, each with its shared memory)."""
     from ..driver import api, check
-    cfg, func = config(kernel, dims, shared, 0, given, False, False)
+    cfg, func = config(kernel, kernel.handle_and_packer(shared)[0], dims, shared, 0,
+                       Attributes(cluster=given))
     fit = int(check(api().cuOccupancyMaxActiveClusters(func, cfg), "cuOccupancyMaxActiveClusters"))
     if fit == 0:
         size = cluster[0] * cluster[1] * cluster[2]
@@ -200,18 +281,18 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
             f"block or shared memory")
 
 
-def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,
-              pdl: bool) -> None:
-    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
+def launch_ex(kernel, handle, dims, shared: int, stream: int, params: int,
+              attrs: Attributes) -> None:
+    """One ``cuLaunchKernelEx`` of the loaded ``kernel`` (``handle`` its CUkernel) with its
+    attributes."""
     from ..driver import api, check
     drv = api()
-    cfg, func = config(kernel, dims, shared, stream, cluster, cooperative, pdl)
-    what = ", ".join(w for w, on in (("cluster", cluster), ("cooperative", cooperative),
-                                     ("pdl", pdl)) if on)
+    cfg, func = config(kernel, handle, dims, shared, stream, attrs)
     err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
         from .. import driver
         driver.context()
         err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
-    check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
-                  f"{shared}] with {what}")
+    if err != 0:
+        check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
+                      f"{shared}] with {', '.join(attrs.words())}")

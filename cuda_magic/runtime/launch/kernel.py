@@ -12,7 +12,8 @@ from ...compile.compiler import CompilationResult
 from . import device_print, attributes as launch_attrs
 from .. import driver
 from ..helper import worker
-from .attributes import flag
+from .attributes import Attributes, flag, prepared
+from .configuration import checked_dims, checked_shared, stream_handle
 from ..hang import waiting, watchdog
 from .form import launch_form
 from ..measure.timeline.recording import timeline as _timeline
@@ -22,60 +23,10 @@ from .staging import release
 from ..measure import bench as _bench, history as bench_history
 from ..measure.bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
 from ..driver import CudaError, api, check
-from ...errors import KernelHangError, quote
+from ...errors import KernelHangError
 from .params import Param
 
 __all__ = ["Kernel"]
-
-
-UINT_LIMIT = 1 << 32    # grid, block and dynamic shared bytes: the driver takes unsigned ints
-
-
-def _dims(v, what: str) -> tuple[int, int, int]:
-    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
-    if not t or len(t) > 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
-                                      for x in t):
-        raise ArgumentError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, "
-                            f"not {quote(v, 80)}")
-    if any(x >= UINT_LIMIT for x in t):
-        raise ArgumentError(f"{what}={quote(v, 80)}: each dimension must be below 2**32 (the "
-                            f"driver takes 32-bit unsigned ints)")
-    return t + (1,) * (3 - len(t))
-
-
-def _shared(v) -> int:
-    """Dynamic shared memory in bytes, checked as a launch takes it."""
-    if not isinstance(v, int) or v < 0 or v >= UINT_LIMIT:
-        raise ArgumentError(f"shared_mem must be a non-negative int of bytes (below 2**32), not "
-                            f"{quote(v, 80)}")
-    return v
-
-
-def _stream(s) -> int:
-    if s is None or s == 0:
-        return 0
-    if isinstance(s, int):
-        handle = s
-    else:
-        handle = None
-        for attr in ("ptr", "cuda_stream"):            # CuPy, PyTorch
-            if hasattr(s, attr):
-                handle = int(getattr(s, attr))
-                break
-        else:
-            if hasattr(s, "__cuda_stream__"):          # cuda.core and the stream protocol
-                handle = int(s.__cuda_stream__()[1])
-            else:
-                try:
-                    handle = int(s)                    # cuda.bindings CUstream
-                except (TypeError, ValueError):
-                    raise ArgumentError(f"stream must be None, an int handle or a CUDA stream "
-                                        f"object (CuPy, PyTorch, cuda.core), not "
-                                        f"{type(s).__name__}") from None
-    if not 0 <= handle < 1 << 64:
-        raise ArgumentError(f"stream={quote(s, 80)}: a stream handle is an address, an int from 0 "
-                            f"to 2**64 - 1")
-    return handle
 
 
 INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
@@ -200,12 +151,13 @@ class Kernel:
                 raise ArgumentError(f"launch as {self.name}[grid, block](*args), "
                                     f"{self.name}[grid, block, shared_mem, stream](*args) or "
                                     f"{self.name}[cuda.core LaunchConfig](*args)")
-            grid, block = _dims(key[0], "grid"), _dims(key[1], "block")
-            shared = _shared(key[2] if len(key) > 2 else 0)
+            grid, block = checked_dims(key[0], "grid"), checked_dims(key[1], "block")
+            shared = checked_shared(key[2] if len(key) > 2 else 0)
             compiled = launch_attrs.compiled_cluster(self)
             if compiled is not None:       # __cluster_dims__: the clusters must tile the grid
                 launch_attrs.check_grid(self.name, grid, compiled)
-            launcher = _Launcher(self, grid + block, shared, _stream(key[3] if len(key) > 3 else None))
+            launcher = _Launcher(self, grid + block, shared,
+                                 stream_handle(key[3] if len(key) > 3 else None))
             if len(self._launchers) > 64:
                 self._launchers.clear()
             try:
@@ -227,24 +179,25 @@ class Kernel:
         stream ends; ``cudaGridDependencySynchronize`` / ``griddepcontrol.wait`` waits).
         ``isolate=True``: this launch runs in the helper process (NumPy arguments), as under
         ``cuda_magic.isolate(True)``: if the kernel hangs or faults, only the helper ends."""
-        if flag(isolate, "isolate", self.name):
-            dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative,
-                                                   pdl)
-            self.require_arch()
-            return worker.call(self, "run", dims, shared, tuple(args), attrs)
-        if cluster is None and cooperative is False and pdl is False:
+        isolate = flag(isolate, "isolate", self.name)
+        if not isolate and cluster is None and cooperative is False and pdl is False:
             self[grid, block, shared_mem, stream](*args)
             return
         cooperative, pdl = flag(cooperative, "cooperative", self.name), flag(pdl, "pdl", self.name)
-        key = (grid, block, shared_mem, stream, cluster, cooperative, pdl)
-        try:
-            plan = self._checked.get(key)      # checked once per configuration
-        except TypeError:                      # a list, an unhashable stream object
-            plan, key = None, None
+        plan, key = None, None
+        if not isolate:
+            key = (grid, block, shared_mem, stream, cluster, cooperative, pdl)
+            try:
+                plan = self._checked.get(key)      # checked once per configuration
+            except TypeError:                      # a list, an unhashable stream object
+                key = None
         if plan is None:
-            dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative,
-                                                   pdl)
-            plan = (dims, shared, _stream(stream), attrs)
+            dims, shared, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
+                self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
+            if isolate:
+                self.require_arch()
+                return worker.call(self, "run", dims, shared, tuple(args), attrs)
+            plan = (dims, shared, stream_handle(stream), attrs)
             if key is not None and not driver.elsewhere():
                 if len(self._checked) > 64:
                     self._checked.clear()
@@ -260,8 +213,9 @@ class Kernel:
         default stream), ``args`` a tuple.  What ``k[grid, block](*args)`` does after checking
         its key; the entry for the helper processes (the worker, the sweep's helpers, the
         tools' launcher), which replay launches recorded elsewhere.  After a fault, or under
-        ``isolate()``, it goes to the worker.  ``attrs``: ``(cluster, cooperative, pdl)`` for
-        ``cuLaunchKernelEx`` (:mod:`.launch_attrs`), in the helper process too."""
+        ``isolate()``, it goes to the worker.  ``attrs``: the launch's
+        :class:`~.attributes.Attributes` for ``cuLaunchKernelEx`` (None: none), in the helper
+        process too."""
         b = self._bound
         if b is None or driver.elsewhere():
             self.require_arch()
@@ -278,7 +232,7 @@ class Kernel:
                 launch = waiting.Launch.of(self, dims)
             if attrs is not None:
                 def run():
-                    launch_attrs.launch_ex(self, dims, shared, stream, params, *attrs)
+                    launch_attrs.launch_ex(self, b[1], dims, shared, stream, params, attrs)
                     if self.printf:
                         self._printed(stream, launch)
                 if self.printf:
@@ -410,13 +364,13 @@ class Kernel:
         """
         opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
                               nbytes=nbytes, flops=flops, dtype=dtype)
-        dims, shared_mem, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative,
-                                                   pdl)
+        dims, shared_mem, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
+            self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
         if driver.elsewhere():
             self.require_arch()
             timing = worker.call(self, "bench", dims, shared_mem, args, opts, attrs)
         else:
-            timing = _bench.measure(self, dims, args, shared_mem, _stream(stream), attrs=attrs,
+            timing = _bench.measure(self, dims, args, shared_mem, stream_handle(stream), attrs=attrs,
                                     **opts)
         return bench_history.record(self, timing, args)
 
@@ -432,19 +386,10 @@ class Kernel:
         ``cooperative``, ``pdl``: the launch attributes of :meth:`launch`. See docs/profiling.md.
         """
         from ..nsight import run as tools
-        dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
+        dims, shared, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
+            self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
         return tools.profile(self, dims, shared, args, metrics=metrics, set=set,
                              clock_control=clock_control, attrs=attrs)
-
-    def _with_attrs(self, grid, block, shared_mem, cluster, cooperative, pdl) -> tuple:
-        """``(dims, shared, attrs)`` of a launch with attributes, each checked (attrs None
-        without any): what ``bench``, ``profile`` and ``check`` launch."""
-        dims, shared = _dims(grid, "grid") + _dims(block, "block"), _shared(shared_mem)
-        cooperative, pdl = flag(cooperative, "cooperative", self.name), flag(pdl, "pdl", self.name)
-        attrs = None
-        if cluster is not None or cooperative or pdl:
-            attrs = launch_attrs.checked(self, dims, shared, cluster, cooperative, pdl)
-        return dims, shared, attrs
 
     @launch_form
     def check(self, grid, block, *args, tool: str = "memcheck", shared_mem: int = 0,
@@ -457,7 +402,8 @@ class Kernel:
         ``cooperative``, ``pdl``: the launch attributes of :meth:`launch`. See docs/profiling.md.
         """
         from ..nsight import run as tools
-        dims, shared, attrs = self._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
+        dims, shared, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
+            self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
         return tools.check(self, dims, shared, args, tool=tool, print_limit=print_limit,
                            options=options, attrs=attrs)
 
@@ -510,9 +456,9 @@ class Kernel:
         (``isolate()``, after a fault) NumPy arguments.  See docs/verify.md.
         """
         from ..verify import verifying
-        return verifying.verify_kernel(self, _dims(grid, "grid"), _dims(block, "block"), args,
-                                       reference=reference, outputs=outputs, inputs=inputs,
-                                       runs=runs, shared_mem=_shared(shared_mem), ulp=ulp,
+        return verifying.verify_kernel(self, checked_dims(grid, "grid"), checked_dims(block, "block"),
+                                       args, reference=reference, outputs=outputs, inputs=inputs,
+                                       runs=runs, shared_mem=checked_shared(shared_mem), ulp=ulp,
                                        rtol=rtol, atol=atol, reduction=reduction, tile=tile,
                                        seed=seed, inplace=inplace, offset=offset)
 

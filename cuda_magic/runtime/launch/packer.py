@@ -76,7 +76,7 @@ class Packer:
             else:
                 code, conv = f"{size}s", struct_arg(self, p, size)
             if struct.calcsize("=" + code) != size:
-                raise ArgumentError(f"{self._where(p)} is {struct.calcsize('=' + code)} bytes as parsed "
+                raise ArgumentError(f"{self.where(p)} is {struct.calcsize('=' + code)} bytes as parsed "
                                 f"but the compiled kernel takes {size} bytes")
             fmt.append(code)
             pos = off + size
@@ -92,7 +92,9 @@ class Packer:
         self.scope = {"C": self.checks, "pack_into": self.struct.pack_into, "buffer": self.buffer}
         self.scope.update((f"V{i}", conv) for i, pointer, conv in self.convs if not pointer)
 
-    def _where(self, p: Param) -> str:
+    def where(self, p: Param) -> str:
+        """How an error names parameter ``p``: ``scale(): parameter 'n' (int n)``; what the
+        converters of :mod:`.values` and :mod:`.pointers` say too."""
         return f"{self.kernel}(): parameter '{p.name}' ({p})"
 
     def launcher_call(self, launch, state: dict, on_new, ints=None) -> None:
@@ -137,7 +139,7 @@ class Packer:
         self.on_new = on_new
         self._compile()
 
-    def _learn(self, i: int, kind: str, a, check) -> None:
+    def learn(self, i: int, kind: str, a, check) -> None:
         """The full check of argument ``i`` passed for ``a``, a ``kind`` array: launches with the
         same type and dtype take the plan from now on."""
         self.checks[i] = check

@@ -1,7 +1,7 @@
 """Pointer and reference arguments: which array a value is (NumPy, CuPy, PyTorch,
 ``__cuda_array_interface__``, a cuda.core Buffer, ``None``), its full check (dtype against the
 pointee, contiguity, live memory; the errors name the parameter), and the quick check a passing
-device array leaves for the launch plan of repeat launches (:meth:`~.packer.Packer._learn`).
+device array leaves for the launch plan of repeat launches (:meth:`~.packer.Packer.learn`).
 
 NumPy arrays are not resolved to a pointer here: they are queued in ``staged`` for
 :mod:`.staging` to copy to the device once every argument passed.
@@ -22,11 +22,11 @@ def reference_arg(packer, p: Param, i: int):
 
     def conv(v, staged):
         if v is None:
-            raise ArgumentError(f"{packer._where(p)} is a reference and cannot be null: pass a device "
+            raise ArgumentError(f"{packer.where(p)} is a reference and cannot be null: pass a device "
                                 f"array holding the value")
         if isinstance(v, numbers.Number) or (type(v).__module__ == "numpy"    # a NumPy scalar
                                              and type(v).__name__ != "ndarray"):
-            raise ArgumentError(f"{packer._where(p)} is a reference: the kernel reads it through a "
+            raise ArgumentError(f"{packer.where(p)} is a reference: the kernel reads it through a "
                                 f"pointer; pass a device array holding the value, or take it by value")
         return inner(v, staged)
     return conv
@@ -34,7 +34,7 @@ def reference_arg(packer, p: Param, i: int):
 
 def pointer_arg(packer, p: Param, i: int, pointee=False):
     """The full check of pointer argument ``i``; once it passes for a device array, the quick
-    check for that array's type and dtype goes to the launch plan (``Packer._learn``).
+    check for that array's type and dtype goes to the launch plan (``Packer.learn``).
     ``pointee``: the Scalar pointed to (None: any), if not ``p``'s own."""
     want = _Want((p.scalar if p.pointer == 1 else None) if pointee is False else pointee)
     writes = not p.const
@@ -50,7 +50,7 @@ def pointer_arg(packer, p: Param, i: int, pointee=False):
         if learn is not None and not (a is None and p.reference):
             check = learn[1](a, seen)
             if check is not None:
-                packer._learn(i, learn[0], a, check)
+                packer.learn(i, learn[0], a, check)
         return ptr
     return conv
 
@@ -172,7 +172,7 @@ def _dtype_ok(want: Scalar | None, name: str) -> bool:
 
 def _wrong_dtype(packer, p, want, name):
     verb = "refers" if p.reference else "points"
-    return ArgumentError(f"{packer._where(p)} {verb} to {p.type} ({want.scalar.dtype}); got a {name} "
+    return ArgumentError(f"{packer.where(p)} {verb} to {p.type} ({want.scalar.dtype}); got a {name} "
                          f"array")
 
 
@@ -181,10 +181,10 @@ def _numpy(a, packer, p, want, writes, staged):
     if not want.accepts(d, lambda: d.name) or not d.isnative:
         raise _wrong_dtype(packer, p, want, d.str if not d.isnative else d.name)
     if not a.flags.c_contiguous:
-        raise ArgumentError(f"{packer._where(p)}: the NumPy array is not C-contiguous; pass "
+        raise ArgumentError(f"{packer.where(p)}: the NumPy array is not C-contiguous; pass "
                         f"np.ascontiguousarray(...)")
     if writes and not a.flags.writeable:
-        raise ArgumentError(f"{packer._where(p)}: the NumPy array is read-only but the kernel may write "
+        raise ArgumentError(f"{packer.where(p)}: the NumPy array is read-only but the kernel may write "
                         f"it (declare the parameter const if it does not)")
     if a.nbytes == 0:
         return 0
@@ -210,7 +210,7 @@ def _cai(a, packer, p, want, writes, staged):
     if not want.accepts(d, lambda: d.name):
         raise _wrong_dtype(packer, p, want, d.name)
     if not _c_contiguous(cai["shape"], cai.get("strides"), d.itemsize):
-        raise ArgumentError(f"{packer._where(p)}: the device array is not C-contiguous")
+        raise ArgumentError(f"{packer.where(p)}: the device array is not C-contiguous")
     ptr = cai["data"][0] or 0
     if not ptr and _nonempty(cai["shape"]):
         raise _freed(packer, p, "the device array's __cuda_array_interface__ has a null pointer")
@@ -218,7 +218,7 @@ def _cai(a, packer, p, want, writes, staged):
 
 
 def _freed(packer, p, what: str):
-    return ArgumentError(f"{packer._where(p)}: {what} (its memory was freed?); pass a live array")
+    return ArgumentError(f"{packer.where(p)}: {what} (its memory was freed?); pass a live array")
 
 
 def _cupy(a, packer, p, want, writes, staged):
@@ -226,7 +226,7 @@ def _cupy(a, packer, p, want, writes, staged):
     if not want.accepts(d, lambda: d.name):
         raise _wrong_dtype(packer, p, want, d.name)
     if not a._c_contiguous:
-        raise ArgumentError(f"{packer._where(p)}: the CuPy array is not C-contiguous")
+        raise ArgumentError(f"{packer.where(p)}: the CuPy array is not C-contiguous")
     m = a.data
     if a.size and not (m.ptr and getattr(m.mem, "ptr", 1)):
         raise _freed(packer, p, "the CuPy array's memory pointer is null")
@@ -235,19 +235,19 @@ def _cupy(a, packer, p, want, writes, staged):
 
 def _cupy_flags(a, packer, p, want, writes, staged):  # a CuPy without the _c_contiguous field
     if not a.flags.c_contiguous:
-        raise ArgumentError(f"{packer._where(p)}: the CuPy array is not C-contiguous")
+        raise ArgumentError(f"{packer.where(p)}: the CuPy array is not C-contiguous")
     return _cai(a, packer, p, want, writes, staged)
 
 
 def _torch(a, packer, p, want, writes, staged):
     if not a.is_cuda:
-        raise ArgumentError(f"{packer._where(p)}: the tensor is on the CPU; move it with .cuda() "
+        raise ArgumentError(f"{packer.where(p)}: the tensor is on the CPU; move it with .cuda() "
                         f"or pass .numpy()")
     d = a.dtype
     if not want.accepts(d, lambda: _torch_name(d)):
         raise _wrong_dtype(packer, p, want, _torch_name(d))
     if not a.is_contiguous():
-        raise ArgumentError(f"{packer._where(p)}: the tensor is not contiguous; pass .contiguous()")
+        raise ArgumentError(f"{packer.where(p)}: the tensor is not contiguous; pass .contiguous()")
     try:
         ptr = a.data_ptr()
     except RuntimeError as exc:
@@ -277,9 +277,9 @@ def _buffer(a, packer, p, want, writes, staged):  # cuda.core Buffer
 
 def _bad(a, packer, p, want, writes, staged):
     if p.reference:
-        raise ArgumentError(f"{packer._where(p)} is a reference: pass a device array holding the value "
+        raise ArgumentError(f"{packer.where(p)} is a reference: pass a device array holding the value "
                             f"(CuPy, PyTorch, Numba) or a NumPy array, not {type(a).__name__}")
-    raise ArgumentError(f"{packer._where(p)} is a pointer: pass a NumPy array, a device array "
+    raise ArgumentError(f"{packer.where(p)} is a pointer: pass a NumPy array, a device array "
                     f"(CuPy, PyTorch, Numba) or None, not {type(a).__name__}")
 
 

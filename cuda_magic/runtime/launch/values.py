@@ -27,11 +27,11 @@ def diagnose(packer, args) -> None:
         try:
             struct.pack("=" + p.scalar.code, v)
         except OverflowError:
-            raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for {p.type}") from None
+            raise ArgumentRangeError(f"{packer.where(p)}: {quote(v)} is out of range for {p.type}") from None
         except struct.error as exc:
             if "range" in str(exc) or "format requires" in str(exc) or _too_big(p, v):
-                raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for {p.type}") from None
-            raise ArgumentError(f"{packer._where(p)}: expected {_kind(p)}, got "
+                raise ArgumentRangeError(f"{packer.where(p)}: {quote(v)} is out of range for {p.type}") from None
+            raise ArgumentError(f"{packer.where(p)}: expected {_kind(p)}, got "
                             f"{type(v).__name__} {quote(v)}") from None
 
 
@@ -60,7 +60,7 @@ def _bool(packer, p: Param):
             return bool(v)
         if isinstance(v, int) and v in (0, 1):
             return bool(v)
-        raise ArgumentError(f"{packer._where(p)}: expected a bool, got {type(v).__name__} {quote(v)}")
+        raise ArgumentError(f"{packer.where(p)}: expected a bool, got {type(v).__name__} {quote(v)}")
     return conv
 
 
@@ -72,12 +72,12 @@ def _bfloat16(packer, p: Param):
         try:
             bits = u32.unpack(f32.pack(v))[0]
         except OverflowError:
-            raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for bfloat16") from None
+            raise ArgumentRangeError(f"{packer.where(p)}: {quote(v)} is out of range for bfloat16") from None
         except (struct.error, TypeError):
             if _too_big(p, v):
-                raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is out of range for "
+                raise ArgumentRangeError(f"{packer.where(p)}: {quote(v)} is out of range for "
                                          f"bfloat16") from None
-            raise ArgumentError(f"{packer._where(p)}: expected a float, got {type(v).__name__} {quote(v)}") from None
+            raise ArgumentError(f"{packer.where(p)}: expected a float, got {type(v).__name__} {quote(v)}") from None
         if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
             return 0x7FC0 | ((bits >> 16) & 0x8000)  # NaN stays NaN
         return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even
@@ -146,14 +146,14 @@ def _exact_bytes(packer, p: Param, size: int, what: str):
     def conv(v, staged):
         data = _raw(v)
         if data is None and type(v).__name__ == "TensorMapDescriptor":
-            raise ArgumentError(f"{packer._where(p)}: this cuda.core has no kernel-argument "
+            raise ArgumentError(f"{packer.where(p)}: this cuda.core has no kernel-argument "
                                 f"packer (_kernel_arg_handler) to read the TensorMapDescriptor's "
                                 f"128 bytes from; make the argument with "
                                 f"cuda_magic.tma(array, box=...)")
         if data is None:
-            raise ArgumentError(f"{packer._where(p)}{what}, not {type(v).__name__}")
+            raise ArgumentError(f"{packer.where(p)}{what}, not {type(v).__name__}")
         if len(data) != size:
-            raise ArgumentError(f"{packer._where(p)} is {size} bytes; got {len(data)} bytes")
+            raise ArgumentError(f"{packer.where(p)} is {size} bytes; got {len(data)} bytes")
         return data
     return conv
 
@@ -169,9 +169,9 @@ def function_arg(packer, p: Param):
                 pass
             else:
                 if not 0 <= address < 2**64:
-                    raise ArgumentRangeError(f"{packer._where(p)}: {quote(v)} is no device address")
+                    raise ArgumentRangeError(f"{packer.where(p)}: {quote(v)} is no device address")
                 return address
-        raise ArgumentError(f"{packer._where(p)} is a function pointer: pass the function's device "
+        raise ArgumentError(f"{packer.where(p)} is a function pointer: pass the function's device "
                             f"address as an int (e.g. copied from a __device__ variable that holds "
                             f"it), or None for a null pointer, not {type(v).__name__}")
     return conv

@@ -167,13 +167,13 @@ def options(repeat=100, warmup=None, flush=True, graph=False, nbytes=None, flops
 
 def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, repeat: int,
             warmup: int | None, flush: bool, graph: int, nbytes, flops, dtype: str,
-            attrs: tuple | None = None) -> Timing:
+            attrs=None) -> Timing:
     """Time ``kernel`` (already checked options, see :func:`options`): launches one by one or
     ``graph`` at a time in a CUDA graph, each timed with a pair of CUDA events; with ``flush``
     a memset of twice the L2 on the same stream before each timed launch, outside the events;
     queued BATCH at a time while the stream is held, so the GPU never waits for Python inside
-    an event pair.  ``attrs``: ``(cluster, cooperative, pdl)``, each launch then a
-    ``cuLaunchKernelEx`` (:mod:`.launch_attrs`)."""
+    an event pair.  ``attrs``: the launch's :class:`~..launch.attributes.Attributes` (None: none),
+    each launch then a ``cuLaunchKernelEx``."""
     try:
         handle, packer = kernel.handle_and_packer(shared)
     except NoGPUError as exc:
@@ -183,8 +183,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
     info = device_info()
     what = f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem={shared}]"
     if attrs is not None:
-        what += " with " + ", ".join(w for w, on in zip(("cluster", "cooperative", "pdl"), attrs)
-                                     if on)
+        what += " with " + ", ".join(attrs.words())
     staged: list = []
     events: list = []
     owned: list = []            # (destroy function, handle), destroyed in reverse order
@@ -259,9 +258,7 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
             if staged:
                 release(staged, stream, copy_back=False)
     if attrs is not None:
-        said = [f"cluster={'x'.join(map(str, attrs[0]))}" if attrs[0] is not None else "",
-                "cooperative" if attrs[1] else "", "pdl" if attrs[2] else ""]
-        notes.append(f"each launch with {', '.join(w for w in said if w)} (cuLaunchKernelEx)")
+        notes.append(f"each launch with {', '.join(attrs.words(values=True))} (cuLaunchKernelEx)")
     if graph and stream in (0, 1, 2):
         notes.append("captured on a private non-blocking stream (the default streams cannot be "
                      "captured)")
@@ -272,13 +269,13 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
 
 def _launcher(drv, kernel, handle, dims, shared: int, params, attrs):
     """``launch(stream) -> CUresult``: one launch of the packed ``params``, with ``attrs``
-    through ``cuLaunchKernelEx`` (:func:`.launch_attrs.config`, made once per stream)."""
+    through ``cuLaunchKernelEx`` (:func:`..launch.attributes.config`, made once per stream)."""
     if attrs is None:
         return lambda s: drv.cuLaunchKernel(handle, *dims, shared, s, params, 0)[0]
     from ..launch import attributes as launch_attrs
 
     def launch(s):
-        cfg, func = launch_attrs.config(kernel, dims, shared, s, *attrs)
+        cfg, func = launch_attrs.config(kernel, handle, dims, shared, s, attrs)
         return drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
     return launch
 

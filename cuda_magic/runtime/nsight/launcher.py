@@ -48,7 +48,8 @@ def _summary(loaded: Loaded) -> dict:
     return {"kernel": loaded.name, "symbol": loaded.symbol, "format": loaded.format,
             "arch": loaded.arch, "sha256": loaded.sha256, "size": len(loaded.binary),
             "dims": list(loaded.dims), "shared": loaded.shared,
-            "args": [one(a) for a in loaded.args], "attrs": loaded.attrs}
+            "args": [one(a) for a in loaded.args],
+            "attrs": None if loaded.attrs is None else loaded.attrs.to_json()}
 
 
 def _failed(directory: str, what: str, exc: Exception) -> int:

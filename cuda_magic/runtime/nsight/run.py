@@ -65,8 +65,8 @@ def _describe(a) -> str:
 
 def write_spec(kernel, dims, shared: int, args, directory: str, attrs=None) -> list[str]:
     """Write what the helper process launches into ``directory``: the binary (exact bytes),
-    ``spec.json``, the arguments and the launch attributes (``(cluster, cooperative, pdl)``
-    or None).  Returns notes for the user (device arrays copied)."""
+    ``spec.json``, the arguments and the launch attributes (an
+    :class:`~..launch.attributes.Attributes` or None).  Returns notes for the user (device arrays copied)."""
     import numpy as np
     r = kernel.result
     if len(args) != len(kernel.params):

@@ -24,6 +24,7 @@ from ....errors import ArgumentError, CudaError, KernelHangError, quote
 from ... import driver
 from ...driver import api, check
 from ...hang import waiting
+from ...launch.attributes import Attributes, prepared
 from ...launch.params import Param
 from .build import instrumented, names_in
 from .events import SLOT_BYTES, Timeline, decode
@@ -92,7 +93,8 @@ def timeline(kernel, grid, block, *args, capacity: int | None = None, shared_mem
     ik = type(kernel)(name, kernel.params, built, kernel.symbol or built.symbol(name),
                       kernel.printf)
     ik.unavailable = kernel.unavailable
-    dims, shared, attrs = ik._with_attrs(grid, block, shared_mem, cluster, cooperative, pdl)
+    dims, shared, attrs = prepared(ik, grid, block, shared_mem, Attributes.of(
+        name, cluster=cluster, cooperative=cooperative, pdl=pdl))
     warps = dims[0] * dims[1] * dims[2] * ((dims[3] * dims[4] * dims[5] + 31) // 32)
     slots_per_warp, note = fit(wanted, warps, name)
     ik.load()

@@ -24,8 +24,8 @@ from ..config import clip
 from ..errors import ShowError
 from ..inspect import diff
 from ..variants import TOGGLES
-from . import frontend, markup
-from .frontend import live, shown
+from . import markup
+from .frontend import WidgetReprs, live, shown
 from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,
                       compilers, version_note)
 from .text import numbered, table as text_table
@@ -409,7 +409,7 @@ def page(cmp) -> str:
     return f'<div class="cuda-magic">{"".join(parts)}</div>'
 
 
-class CompareView:
+class CompareView(WidgetReprs):
     """The view of a comparison: text, static HTML, or the widget with toggles."""
 
     def __init__(self, cmp):
@@ -455,18 +455,6 @@ class CompareView:
         else:
             body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx", raw=raw)[what])
         return body.rstrip("\n")
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return frontend.bundle(self.widget, self.html)
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 # -- the widget ---------------------------------------------------------------------------------

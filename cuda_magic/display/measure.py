@@ -5,13 +5,13 @@ their text (terminal, ``show``) and HTML (notebooks, nbconvert) from :mod:`.timi
 
 from __future__ import annotations
 
-from ..config import printable
 from . import reports, timing
+from .frontend import Reprs
 
 __all__ = ["MeasureView", "TimingView", "HistoryView", "ProfileView", "CheckView"]
 
 
-class MeasureView:
+class MeasureView(Reprs):
     """The view of a measurement: ``text()`` and ``html()`` from its subclass."""
 
     def __init__(self, obj):
@@ -26,15 +26,6 @@ class MeasureView:
     def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
         """What ``show()`` prints: all of it, whatever the part."""
         return self.text().rstrip("\n")
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 class TimingView(MeasureView):

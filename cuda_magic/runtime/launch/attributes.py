@@ -203,15 +203,11 @@ def cluster_fit(kernel, dims, shared: int, given, cluster) -> None:
 def launch_ex(kernel, dims, shared: int, stream: int, params: int, cluster, cooperative: bool,
               pdl: bool) -> None:
     """One ``cuLaunchKernelEx`` of the loaded ``kernel`` with its attributes."""
-    from ..driver import api, check
+    from ..driver import api, call_in_context, check
     drv = api()
     cfg, func = config(kernel, dims, shared, stream, cluster, cooperative, pdl)
     what = ", ".join(w for w, on in (("cluster", cluster), ("cooperative", cooperative),
                                      ("pdl", pdl)) if on)
-    err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
-    if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
-        from .. import driver
-        driver.context()
-        err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
+    err = call_in_context(drv.cuLaunchKernelEx, cfg, func, params, 0)
     check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
                   f"{shared}] with {what}")

@@ -78,9 +78,6 @@ def _stream(s) -> int:
     return handle
 
 
-INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
-
-
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
     "shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
@@ -316,12 +313,8 @@ class Kernel:
 
     def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0,
                 waited=None) -> None:
-        launch = api().cuLaunchKernel
-        if not err:
-            err = launch(handle, *dims, shared, stream, params, 0)[0]
-        if err == INVALID_CONTEXT:  # a thread that has not used CUDA yet
-            driver.context()
-            err = launch(handle, *dims, shared, stream, params, 0)[0]
+        err = driver.call_in_context(api().cuLaunchKernel, handle, *dims, shared, stream, params, 0,
+                                     err=err)
         if err != 0:
             check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
                           f"shared_mem={shared}]")

@@ -11,6 +11,8 @@ render one diff; the arch view (:mod:`.archs`) uses them too.  :func:`compare_wi
 same rows as ipywidgets, with toggles that rebuild the last variant.
 
 One concept, the view of a Comparison, in text, HTML and a widget: hence over 500 lines.
+
+One concept: a comparison's view; its text, HTML and widget draw on the same diffs and rows.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ async-pipeline table's warnings):
   code), conditions from memory loads, and every function with an indirect branch
   (``BRX``), an instruction the trace does not know (then no register is trusted after it),
   or a loop that never exits.
+
+One concept: both checks read one parse of the SASS and report through one Finding.
 """
 
 from __future__ import annotations

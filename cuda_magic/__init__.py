@@ -13,32 +13,24 @@ Importing this package does not initialise CUDA.  The Python API::
     export(m, "torch", "ops/scale_ops", grid="cdiv(n, 256)", block=256)   # a PyTorch op package
 """
 
-from . import _version, cell, compile, config, correctness, display, errors, exports, inspect, runtime, settings, variants
+from . import _version, cell, compile, config, correctness, display, errors, exports, inspect, lazy, runtime, settings, variants
 
 _PARTS = (errors, config, compile, cell, inspect, correctness, display, runtime, variants, exports)
 
 # the one documented surface: what each part exports (its ``__all__``), and the settings module
 __all__ = [name for part in _PARTS for name in part.__all__] + ["settings"]
 
-# loaded when first used (a part's ``_LAZY``: name -> its module): NumPy for comparisons and
+# loaded when first used (a part's ``_LAZY``: name -> its module under cuda_magic): NumPy for comparisons and
 # sweeps, the tools' reports.  Everything else is bound now.
-_LAZY = {name: f"{part.__name__}.{module}" for part in _PARTS
+_LAZY = {name: f"{part.__name__.rpartition('.')[2]}.{module}" for part in _PARTS
          for name, module in getattr(part, "_LAZY", {}).items() if name in part.__all__}
-_LAZY["BenchResult"] = "cuda_magic.runtime.measure.bench"      # Timing's old name: a deprecated alias
+_LAZY["BenchResult"] = "runtime.measure.bench"      # Timing's old name: a deprecated alias
 globals().update({name: getattr(part, name) for part in _PARTS for name in part.__all__
                   if name not in _LAZY})
 
 __version__ = _version.__version__
 
-
-def __getattr__(name: str):
-    """The names of :data:`_LAZY`, imported when first used."""
-    if name in _LAZY:
-        import importlib
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cuda_magic' has no attribute {name!r}")
+__getattr__ = lazy.loader(globals(), _LAZY)     # the names of _LAZY, imported when first used
 
 
 def __dir__() -> list[str]:

@@ -14,6 +14,8 @@ Pure data, no CUDA. Semantics follow TVM's CUDA ``backend_config``:
 
 One concept, the backend configuration as data (its schema and checks, its layers with their
 provenance, its presets), held in one module although it is over 500 lines.
+
+One concept: the configuration model; presets are its named defaults layer.
 """
 
 from __future__ import annotations

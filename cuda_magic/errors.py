@@ -3,6 +3,8 @@
 Every error a user's mistake raises derives from :class:`Error` (keeping a builtin base
 too, e.g. ``ConfigError(Error, ValueError)``) and shows in IPython and Jupyter as one
 short message.  This module imports nothing from cuda-magic: every layer may use it.
+
+One concept: every error a user can meet, in one place, and how their messages quote values.
 """
 
 from __future__ import annotations

@@ -6,16 +6,11 @@ NumPy only (CuPy when the arrays are on the device); no CUDA driver.  Everything
 when first used.  See docs/verify.md.
 """
 
+from .. import lazy
+
 __all__ = ["verify", "Verdict", "OutputCheck", "ulp_distance", "FORMATS", "to_bits", "from_bits"]
 
 _LAZY = {"verify": "check", "Verdict": "verdict", "OutputCheck": "verdict", "ulp_distance": "formats",
          "FORMATS": "formats", "to_bits": "formats", "from_bits": "formats"}
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cuda_magic.correctness' has no attribute {name!r}")
+__getattr__ = lazy.loader(globals(), _LAZY)

@@ -18,6 +18,7 @@ from ..compile.backends import CompileError
 from ..cell import session_config
 from ..errors import ShowError, ViewError, clip, printable, quote
 from . import frontend, markup, registry, text
+from .frontend import Reprs
 from .content import Build, Content, Entry, argv_text, content as content_of
 
 # what cuda_magic exports from here (the view classes: import them from here)
@@ -27,7 +28,7 @@ WHAT = ("summary", "config", "argv", "resources", "log", "sass", "ptx", "source"
         "archs", "pipeline")
 
 
-class CellView:
+class CellView(Reprs):
     """The view of a compiled cell: header, Config, Resources, Log, SASS, PTX, Source.
 
     ``static_sass=True`` also puts the start of each kernel's SASS into the
@@ -133,12 +134,6 @@ class CellView:
         from .widget import cell_widget
         return cell_widget(self)
 
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         if not frontend.in_kernel():       # terminal IPython: _repr_pretty_ gives the text
             return {}
@@ -151,11 +146,8 @@ class CellView:
         prefetch_tabs(self)
         return bundle
 
-    def __repr__(self) -> str:
-        return self.text()
 
-
-class ErrorView:
+class ErrorView(Reprs):
     """A :class:`CompileError` in the view's style: the errors with their cell lines, argv, log."""
 
     def __init__(self, error: CompileError):
@@ -169,14 +161,11 @@ class ErrorView:
         return self.error.log if what == "log" else argv_text(self.error.argv) if what == "argv" \
             else self.text()
 
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
+    def html(self) -> str:
         return markup.error(self.error)
 
 
-class HeaderView:
+class HeaderView(Reprs):
     """A ``%%cuda_header``: its name, size, and the cells that include it."""
 
     def __init__(self, name: str, text: str, changed: bool, users: list[str]):
@@ -191,18 +180,12 @@ class HeaderView:
         after = " (they recompile on their next run)" if self.changed else ""
         return f"{head}\nincluded by: {', '.join(self.users)}{after}"
 
-    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
+    def html(self) -> str:
         head, rest = self.text().split("\n", 1)
         return f'<div class="cuda-magic">{markup.note(head, "font-weight: bold")}{markup.note(rest)}</div>'
 
 
-class ConfigView:
+class ConfigView(Reprs):
     """The session's config (``%cuda_config``): defaults, preset, each key's value and layer."""
 
     def __init__(self, session: dict | None = None, preset: str | None = None):
@@ -221,13 +204,7 @@ class ConfigView:
     def text(self) -> str:
         return "\n".join([self._lead(), text.config([("resolved", self.resolved)]), *self._missing()])
 
-    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
+    def html(self) -> str:
         body = markup.config([("resolved", self.resolved)], lead=markup.note(self._lead(), ""))
         return f'<div class="cuda-magic">{body}{"".join(markup.note(m, markup.WARN) for m in self._missing())}</div>'
 

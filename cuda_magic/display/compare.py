@@ -11,6 +11,8 @@ render one diff; the arch view (:mod:`.archs`) uses them too.  :func:`compare_wi
 same rows as ipywidgets, with toggles that rebuild the last variant.
 
 One concept, the view of a Comparison, in text, HTML and a widget: hence over 500 lines.
+
+One concept: a comparison's view; its text, HTML and widget draw on the same diffs and rows.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from html import escape
 from ..errors import ShowError, clip
 from ..inspect import diff
 from ..variants import TOGGLES
-from . import frontend, markup
-from .frontend import live, shown
+from . import markup
+from .frontend import WidgetReprs, live, shown
 from .content import (ARGV_HINT, RESOURCE_COLUMNS, argv_short_text, argv_shortened, argv_text,
                       compilers, version_note)
 from .text import numbered, table as text_table
@@ -408,7 +410,7 @@ def page(cmp) -> str:
     return f'<div class="cuda-magic">{"".join(parts)}</div>'
 
 
-class CompareView:
+class CompareView(WidgetReprs):
     """The view of a comparison: text, static HTML, or the widget with toggles."""
 
     def __init__(self, cmp):
@@ -454,18 +456,6 @@ class CompareView:
         else:
             body = "\n".join(text_parts(cmp, kernel, ptx=what == "ptx", raw=raw)[what])
         return body.rstrip("\n")
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(self.text())
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return frontend.bundle(self.widget, self.html)
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 # -- the widget ---------------------------------------------------------------------------------

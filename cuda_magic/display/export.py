@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from ..errors import printable
+from .frontend import Reprs
 from .text import table as text_table
 
 __all__ = ["ExportView", "text", "html", "usage"]
@@ -101,9 +102,9 @@ def html(e) -> str:
     return "".join(parts)
 
 
-class ExportView:
+class ExportView(Reprs):
     """The view of an :class:`~cuda_magic.exports.exporting.Exported`: ``text()`` and
-    ``_repr_html_()``."""
+    ``html()``."""
 
     def __init__(self, exported):
         self.exported = exported
@@ -111,15 +112,5 @@ class ExportView:
     def text(self) -> str:
         return text(self.exported)
 
-    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
-        """What ``show()`` prints: all of it, whatever the part."""
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
+    def html(self) -> str:
         return html(self.exported)
-
-    def __repr__(self) -> str:
-        return self.text()

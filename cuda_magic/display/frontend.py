@@ -5,7 +5,8 @@
 what every view module asks; they live here, below the views, so no view imports another's
 package to ask.  So does the widgets' lifetime: a view's widgets, shown while a cell runs, are
 recorded under that cell (:func:`shown`) and closed when it runs again (:func:`cell_started`;
-without cell ids, by the ``--name`` of its magic: :func:`replaced`).
+without cell ids, by the ``--name`` of its magic: :func:`replaced`).  And what IPython asks every
+view for, written once: :class:`Reprs` (and :class:`WidgetReprs` for a view with a widget).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import time
 import weakref
 from contextlib import contextmanager
 
+from ..errors import printable
 from . import markup
 
 __all__ = ["in_kernel", "widgets_available", "live", "close", "shown", "cell_started", "cell_ended",
-           "running", "replaced", "named"]
+           "running", "replaced", "named", "bundle", "Reprs", "WidgetReprs"]
 
 
 def in_kernel() -> bool:
@@ -52,6 +54,34 @@ def bundle(widget, html) -> dict:
     out.pop("text/plain", None)
     out["text/html"] = html()
     return out
+
+
+class Reprs:
+    """What IPython and ``show()`` ask a view for, from the view's ``text()`` and ``html()``:
+    terminal IPython's ``_repr_pretty_`` (the text, with what the terminal cannot encode
+    escaped), a notebook's ``_repr_html_`` (the HTML), ``repr()`` (the text) and ``part()``
+    (what ``show()`` prints: the whole text; a view with parts overrides it)."""
+
+    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
+        """What ``show()`` prints: all of it, whatever the part."""
+        return self.text()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(printable(self.text()))
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+class WidgetReprs(Reprs):
+    """:class:`Reprs` for a view with a ``widget()`` too: a notebook shows the widget, with
+    ``html()`` as its static HTML (:func:`bundle`)."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return bundle(self.widget, self.html)
 
 
 @contextmanager

@@ -5,12 +5,12 @@ Check's in :mod:`.reports`.  Which view shows which type is :data:`.registry.VIE
 
 from __future__ import annotations
 
-from ..errors import printable
+from .frontend import Reprs
 
 __all__ = ["MeasureView"]
 
 
-class MeasureView:
+class MeasureView(Reprs):
     """The view of a measurement: ``text()`` and ``html()`` from its subclass."""
 
     def __init__(self, obj):
@@ -25,12 +25,3 @@ class MeasureView:
     def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
         """What ``show()`` prints: all of it, whatever the part."""
         return self.text().rstrip("\n")
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def __repr__(self) -> str:
-        return self.text()

@@ -10,7 +10,9 @@ checks the table against the package (every result type has an entry, every entr
 each view has what its entry says) and against the formatters a shell gets.
 
 A view has ``text()`` (terminal IPython), ``part(what, kernel, raw=, block=)`` (the text
-``show()`` prints) and ``_repr_mimebundle_`` or ``_repr_html_`` (notebooks, nbconvert).
+``show()`` prints) and ``_repr_mimebundle_`` or ``_repr_html_`` (notebooks, nbconvert); a view
+class writes ``text()`` and ``html()`` and takes IPython's methods from :class:`.frontend.Reprs`
+(with a ``widget()``: :class:`.frontend.WidgetReprs`).
 """
 
 from __future__ import annotations

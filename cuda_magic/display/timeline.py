@@ -16,8 +16,9 @@ from html import escape
 
 import numpy as np
 
-from ..errors import ShowError, printable, quote
+from ..errors import ShowError, quote
 from . import frontend, markup
+from .frontend import WidgetReprs
 from .gantt import MAX_RECTS, Arrays, block_text, chart, colour, ns
 from .text import table as text_table
 
@@ -225,7 +226,7 @@ def _window(value, t):
     return int(t0), int(t1)
 
 
-class TimelineView:
+class TimelineView(WidgetReprs):
     """The view of a :class:`~cuda_magic.runtime.measure.timeline.Timeline`.  ``rows``: ``"sm"`` (each
     SM, its lanes the warps resident at once) or ``"warps"`` (each warp of ``blocks``: linear
     indices or (x, y, z); by default the first block to start); ``window``: ``(start, end)`` in
@@ -284,22 +285,6 @@ class TimelineView:
 
     def widget(self):
         return timeline_widget(self)
-
-    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
-        """What ``show()`` prints: all of it, whatever the part."""
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return frontend.bundle(self.widget, self.html)
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 # -- the widget ----------------------------------------------------------------------------------

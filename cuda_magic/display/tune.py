@@ -17,6 +17,7 @@ from ..compile.backends import CompileError
 from ..variants.candidates import DEFAULT_BLOCK
 from ..variants.space import c_text
 from . import markup
+from .frontend import Reprs
 from .content import argv_short_text
 from .text import table as text_table
 from .timing import _axis, duration
@@ -414,7 +415,7 @@ def page(t) -> str:
 
 # -- the view -----------------------------------------------------------------------------------
 
-class TuneView:
+class TuneView(Reprs):
     """The view of a sweep (:class:`~cuda_magic.variants.tune.Tuning`): ``text()`` for
     terminals and ``show()``, ``html()`` for notebooks and nbconvert."""
 
@@ -437,16 +438,7 @@ class TuneView:
                             f"cell: t.cell, its build: show(t.module, {what!r})")
         return self.text().rstrip("\n")
 
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         bundle = {"text/plain": self.text(), "text/html": self.html()}
         return {k: v for k, v in bundle.items()
                 if (include is None or k in include) and (exclude is None or k not in exclude)}
-
-    def __repr__(self) -> str:
-        return self.text()

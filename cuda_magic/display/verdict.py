@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ShowError, printable
 from . import markup
+from .frontend import Reprs
 from .text import table as text_table
 from .tile_map import MAX_CELLS, Layout, tile_svg
 
@@ -417,7 +418,7 @@ def html(v, cells: int = MAX_CELLS) -> str:
     return f'<div class="cuda-magic cuda-magic-verify">{head}{body}{"".join(lines)}{box}</div>'
 
 
-class VerdictView:
+class VerdictView(Reprs):
     """The view of a :class:`~cuda_magic.correctness.verdict.Verdict`: ``text()`` (terminal,
     ``show``) and ``_repr_html_()`` (notebooks).  ``max_cells``: squares along each axis of a
     tile map at most (a larger tile grid is drawn with several tiles per square)."""
@@ -432,16 +433,3 @@ class VerdictView:
 
     def html(self) -> str:
         return html(self.verdict, self.max_cells)
-
-    def part(self, what: str = "summary", kernel: str | None = None, **_) -> str:
-        """What ``show()`` prints: all of it, whatever the part."""
-        return self.text()
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(printable(self.text()))
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def __repr__(self) -> str:
-        return self.text()

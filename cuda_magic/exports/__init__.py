@@ -6,15 +6,10 @@ export holds runs with no compiler and no cuda-magic (``_driver.py``: the CUDA d
 ctypes).  No CUDA here; everything loads when first used.  See docs/export.md.
 """
 
+from .. import lazy
+
 __all__ = ["export", "Exported"]
 
 _LAZY = {"export": "exporting", "Exported": "exporting"}
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cuda_magic.exports' has no attribute {name!r}")
+__getattr__ = lazy.loader(globals(), _LAZY)

@@ -9,6 +9,7 @@ compiled), picks the one for each GPU it runs on (:func:`pick`), loads it with
 ``cuLibraryLoadData`` (context-independent: one load serves every GPU that takes that build)
 and launches with ``cuLaunchKernel`` on the stream it is given, its parameters packed by a
 ``struct`` format that follows the binary's parameter layout.
+Its invalid-context retry is its own (not runtime.driver's): this file runs without cuda-magic.
 """
 
 import ctypes

@@ -28,6 +28,9 @@ async-pipeline table's warnings):
   code), conditions from memory loads, and every function with an indirect branch
   (``BRX``), an instruction the trace does not know (then no register is trusted after it),
   or a loop that never exits.
+
+The listing's instructions and its control flow (basic blocks, post-dominators) are read by
+:mod:`.flow`.
 """
 
 from __future__ import annotations
@@ -36,70 +39,10 @@ import re
 from dataclasses import dataclass
 
 from ..compile.compiler import CompilationResult
+from .flow import (UNKNOWN, Ins, basic_blocks, branch_predicate, parse, postdominators, register,
+                   unconditional)
 
 __all__ = ["Finding", "deadlocks", "check", "parse"]
-
-# --- reading SASS ------------------------------------------------------------------------------
-
-_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@(!?)(U?P[T0-9])\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?)\s*;?\s*$")
-_LABEL = re.compile(r"^\s*([.$\w][\w.$]*):\s*$")
-_TARGET = re.compile(r"`\(([^)\s]+)\)|\b(0x[0-9a-f]+)\s*$")
-_REG = re.compile(r"^[-!|~]*\|?(U?R\d+|URZ|RZ|U?P\d|U?PT|PR|UPR)((?:\.\w+)*)\|?$")
-
-
-@dataclass
-class Ins:
-    """One SASS instruction: offset, guard (``"!P0"``, ``"P1"`` or ``""``), opcode, operands."""
-    address: int
-    guard: str
-    op: str
-    operands: list
-    target: str | None = None      # a branch's or call's target label (or hex address)
-    text: str = ""                 # as the listing writes it, e.g. "@!P0 BRA `(.L_x_4)"
-
-    @property
-    def base(self) -> str:
-        return self.op.split(".", 1)[0]
-
-
-def _split(rest: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in rest:
-        depth += (ch in "[(") - (ch in "])")
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + ([cur.strip()] if cur.strip() else [])
-
-
-def parse(text: str) -> tuple[list[Ins], dict[str, int]]:
-    """The instructions of one function's SASS listing and its labels (label -> the offset of
-    the instruction after it)."""
-    code, labels, waiting = [], {}, []
-    for line in text.splitlines():
-        m = _LABEL.match(line)
-        if m:
-            waiting.append(m.group(1))
-            continue
-        m = _INSTR.match(line)
-        if not m:
-            continue
-        address = int(m.group(1), 16)
-        for name in waiting:
-            labels[name] = address
-        waiting = []
-        ops = _split(m.group(5).rstrip(" ;"))
-        t = _TARGET.search(m.group(5)) if m.group(4).split(".")[0] in ("BRA", "CALL", "JMP") else None
-        target = (t.group(1) or t.group(2)) if t else None
-        if target:
-            ops = [o for o in ops if "`(" not in o and o != target]
-        guard = (m.group(2) + m.group(3)) if m.group(3) else ""
-        text = line.split("*/", 1)[1].strip().rstrip(" ;")
-        code.append(Ins(address, guard, m.group(4), ops, target, text))
-    return code, labels
-
 
 # --- check 1: an mbarrier wait with nothing that arrives -----------------------------------------
 
@@ -131,7 +74,6 @@ _SOURCES = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "t
             "SR_LANEID": "the lane index", "SR_EQMASK": "the lane index",
             "SR_LTMASK": "the lane index", "SR_LEMASK": "the lane index",
             "SR_GTMASK": "the lane index", "SR_GEMASK": "the lane index"}
-UNKNOWN = "?"
 # what control flow and memory writes are: no register written
 _NO_DEST = {"BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "BPT",
             "KILL", "WARPSYNC", "NANOSLEEP", "YIELD", "NOP", "BAR", "MEMBAR", "FENCE", "ERRBAR",
@@ -162,11 +104,6 @@ _TWO_PREDICATES = {"ISETP", "FSETP", "DSETP", "HSETP2", "UISETP", "PLOP3", "UPLO
 _TYPES = re.compile(r"^[FSU](8|16|32|64)$|^BF16$")
 _ALL = frozenset({UNKNOWN})
 
-
-def _reg(operand: str):
-    """``(name, suffixes)`` of a register operand (``"-R9.reuse"`` -> ``("R9", ".reuse")``)."""
-    m = _REG.match(operand.strip())
-    return (m.group(1), m.group(2)) if m else (None, "")
 
 
 def _width(i: Ins) -> int:
@@ -204,7 +141,7 @@ def _expand(name: str, width: int = 1) -> list[str]:
 def _dests_sources(i: Ins) -> tuple[list[str], list[str]]:
     """The registers ``i`` writes (first destinations first) and the ones it reads, by SASS's
     operand order: destinations first."""
-    regs = [_reg(o) if "[" not in o else (None, "") for o in i.operands]
+    regs = [register(o) if "[" not in o else (None, "") for o in i.operands]
     n = 0
     if i.base in _TWO_PREDICATES:
         n = 2
@@ -241,7 +178,7 @@ def _step(state: tuple, i: Ins) -> tuple:
         return state                                      # never runs, or writes no register
     known = i.base in _OPAQUE or i.base in _ARITH or i.base in _MMA
     if i.base == "CALL" or not known:
-        if i.base != "CALL" and not any(_expand(_reg(o)[0] or "") for o in i.operands if "[" not in o):
+        if i.base != "CALL" and not any(_expand(register(o)[0] or "") for o in i.operands if "[" not in o):
             return state                                  # names no register
         return (_ALL, {})                                 # may write any: trust none after it
     guard = get(i.guard.lstrip("!")) if i.guard not in ("", "PT") else frozenset()
@@ -266,106 +203,6 @@ def _join(a, b):
     default = a[0] | b[0]
     keys = set(a[1]) | set(b[1])
     return (default, {k: a[1].get(k, a[0]) | b[1].get(k, b[0]) for k in keys})
-
-
-@dataclass
-class _Block:
-    start: int                  # index of its first instruction
-    end: int                    # index after its last
-    succ: tuple = ()
-
-
-def _index(i: Ins, labels: dict, at: dict):
-    """The instruction index a branch goes to (None: not in this function)."""
-    t = i.target or ""
-    address = labels.get(t, int(t, 16) if t.startswith("0x") else None)
-    return at.get(address)
-
-
-def _ends(i: Ins) -> bool:
-    """An instruction after which no thread goes on (unpredicated EXIT, RET, trap)."""
-    return (i.base in ("EXIT", "RET") or i.op.startswith("BPT.TRAP")) and not i.guard
-
-
-def _blocks(code: list[Ins], labels: dict[str, int]):
-    """``{first index: _Block}`` of the blocks reachable from the entry, or None where the flow
-    cannot be read (an indirect branch, a target outside the function)."""
-    at = {i.address: k for k, i in enumerate(code)}
-    leaders = {0}
-    for k, i in enumerate(code):
-        if i.base in ("BRX", "JMX", "JMP") or (i.base == "BRA" and _index(i, labels, at) is None):
-            return None
-        if i.base == "BRA":
-            leaders.add(_index(i, labels, at))
-        if i.base in ("BRA", "EXIT", "RET") or i.op.startswith("BPT.TRAP"):
-            leaders.add(k + 1)
-    starts = sorted(s for s in leaders if s < len(code))
-    blocks = {}
-    for s, e in zip(starts, starts[1:] + [len(code)]):
-        last, succ = code[e - 1], []
-        if last.base == "BRA":
-            succ.append(_index(last, labels, at))
-        if not _ends(last) and not (last.base == "BRA" and _unconditional(last)) and e < len(code):
-            succ.append(e)
-        blocks[s] = _Block(s, e, tuple(dict.fromkeys(succ)))
-    seen, todo = set(), [0]
-    while todo:
-        b = todo.pop()
-        if b not in seen:
-            seen.add(b)
-            todo += blocks[b].succ
-    return {s: blocks[s] for s in sorted(seen)}
-
-
-def _unconditional(i: Ins) -> bool:
-    return (not i.guard or i.guard == "PT") and not _branch_predicate(i)
-
-
-def _branch_predicate(i: Ins) -> str | None:
-    """A branch's predicate operand (``BRA.U !UP0, target``), or ``"?"`` for ``BRA.DIV``."""
-    if ".DIV" in i.op:
-        return UNKNOWN
-    for o in i.operands:
-        name, _ = _reg(o)
-        if name and name.lstrip("U").startswith("P") and name not in ("PT", "UPT"):
-            return name
-    return None
-
-
-def _postdominators(blocks: dict) -> tuple[dict, dict] | None:
-    """``(post-dominators as bit masks, bit per block)``, the blocks without successors being
-    the exits; None when a block cannot reach one (a loop that never ends)."""
-    order = list(blocks)
-    bit = {b: 1 << k for k, b in enumerate(order)}
-    full = (1 << len(order)) - 1
-    exits = {b for b in order if not blocks[b].succ}
-    preds: dict = {b: [] for b in order}
-    for b in order:
-        for s in blocks[b].succ:
-            preds[s].append(b)
-    live, todo = set(exits), list(exits)
-    while todo:
-        for p in preds[todo.pop()]:
-            if p not in live:
-                live.add(p)
-                todo.append(p)
-    if len(live) != len(order):
-        return None
-    pdom = {b: (bit[b] if b in exits else full) for b in order}
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(order):
-            if b in exits:
-                continue
-            new = bit[b]
-            inter = full
-            for s in blocks[b].succ:
-                inter &= pdom[s]
-            new |= inter
-            if new != pdom[b]:
-                pdom[b], changed = new, True
-    return pdom, bit
 
 
 def _states(code, blocks):
@@ -404,7 +241,7 @@ def _at_once_exit(code, blocks, b) -> bool:
                 continue
             if i.base == "EXIT" and not i.guard:
                 return True
-            if i.base == "BRA" and _unconditional(i) and len(blocks[b].succ) == 1:
+            if i.base == "BRA" and unconditional(i) and len(blocks[b].succ) == 1:
                 break
             return False
         else:
@@ -418,7 +255,7 @@ def _block_wide(i: Ins) -> bool:
     """A barrier every thread of the block must reach: BAR.SYNC / BAR.RED with no count."""
     if not (i.op.startswith("BAR.SYNC") or i.op.startswith("BAR.RED")):
         return False
-    values = [o for o in i.operands if not _reg(o)[0] or not _reg(o)[0].lstrip("U!").startswith("P")]
+    values = [o for o in i.operands if not register(o)[0] or not register(o)[0].lstrip("U!").startswith("P")]
     return len(values) == 1
 
 
@@ -434,8 +271,8 @@ def _divergent_barriers(code, labels) -> list[tuple[Ins, Ins | None, tuple]]:
     """``(barrier, the branch or the instruction that set its predicate, sources)`` per
     block-wide barrier that runs only under a condition on threadIdx or the lane."""
     bars = [k for k, i in enumerate(code) if _block_wide(i)]
-    blocks = _blocks(code, labels) if bars else None
-    post = _postdominators(blocks) if blocks else None
+    blocks = basic_blocks(code, labels) if bars else None
+    post = postdominators(blocks) if blocks else None
     if post is None:
         return []
     pdom, bit = post
@@ -463,7 +300,7 @@ def _divergent_barriers(code, labels) -> list[tuple[Ins, Ins | None, tuple]]:
             if _at_once_exit(code, blocks, other):
                 continue                              # if (...) return;: exited threads are not waited for
             branch = code[blk.end - 1]
-            names = [n for n in (branch.guard.lstrip("!"), _branch_predicate(branch)) if n]
+            names = [n for n in (branch.guard.lstrip("!"), branch_predicate(branch)) if n]
             state = _taint_before(code, blk.start, blk.end - 1, into[b])
             sources = _labels_of(_predicate_taint(state, names))
             if sources:

@@ -4,6 +4,8 @@
 Each magic parses its line, calls the layer that does the work (:mod:`cuda_magic.cell`,
 :mod:`cuda_magic.variants`, :mod:`.session`) and binds or displays what comes back.  The long
 docstrings are the magics' ``?`` help, so this module is the magics and their help, nothing else.
+
+One concept: the magics and their ``?`` help; the work is in the layers they call.
 """
 
 from __future__ import annotations

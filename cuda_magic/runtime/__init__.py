@@ -3,6 +3,7 @@
 Only this layer needs a driver, and only when a kernel is loaded or launched.
 """
 
+from .. import lazy
 from ..errors import ArgumentError, ArgumentRangeError, BenchError, CudaError, HistoryError, NoGPUError
 from .measure.bench import Timing
 from .driver import driver_version, lost
@@ -25,11 +26,4 @@ _LAZY = {"Profile": "nsight.ncu_report", "Check": "nsight.sanitizer_report", "re
          "close_pools": "sweep", "tma": "tensormap", "TensorMap": "tensormap",
          "Timeline": "measure.timeline"}
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cuda_magic.runtime' has no attribute {name!r}")
+__getattr__ = lazy.loader(globals(), _LAZY)

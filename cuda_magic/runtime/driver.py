@@ -144,6 +144,22 @@ def context():
         return st["ctx"]
 
 
+INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
+
+
+def call_in_context(call, *args, err=0):
+    """The error code of the driver call ``call(*args)`` (its result's first item); where that is
+    CUDA_ERROR_INVALID_CONTEXT (a thread that has not used CUDA yet) the primary context is made
+    current (:func:`context`) and the call made again.  ``err``: the code of that call made
+    already (0: not made yet)."""
+    if not err:
+        err = call(*args)[0]
+    if int(err) == INVALID_CONTEXT:
+        context()
+        err = call(*args)[0]
+    return err
+
+
 def _no_device(drv, err) -> NoGPUError:
     exc = _error(drv, err, "cuInit")
     return NoGPUError(f"launching kernels needs an NVIDIA GPU: {exc}", exc.name, exc.code)

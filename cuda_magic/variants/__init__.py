@@ -6,6 +6,7 @@ tuning import NumPy, so they load when first used.  (The layer DESIGN.md calls c
 the package is not named ``compare`` because ``cuda_magic.compare`` is the function.)
 """
 
+from .. import lazy
 from .toggles import (INPUTS, TOGGLES, Variant, default_variants, parse_variant, set_toggle, state,
                       vary, vary_archs)
 
@@ -18,11 +19,4 @@ __all__ = ["Comparison", "compare", "denormals", "Tuning", "tune"]
 _LAZY = {"Comparison": "comparison", "compare": "comparison", "Recipe": "comparison",
          "denormals": "numbers", "Tuning": "tune", "tune": "tune"}
 
-
-def __getattr__(name: str):
-    if name in _LAZY and name != _LAZY[name]:
-        import importlib
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cuda_magic.variants' has no attribute {name!r}")
+__getattr__ = lazy.loader(globals(), _LAZY)

@@ -91,6 +91,45 @@ def test_every_entry_resolves_to_a_view_with_what_it_says(entry):
     assert entry.label.endswith(entry.name)
 
 
+SPECS = sorted({e.view for e in registry.VIEWS} | set(registry.SESSION_VIEWS))
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_view_takes_its_ipython_methods_from_reprs(spec):
+    from cuda_magic.display.frontend import Reprs
+    module, _, name = spec.partition(":")
+    v = getattr(importlib.import_module(module), name)
+    assert issubclass(v, Reprs), f"{spec}: derive it from display.frontend.Reprs"
+    assert callable(getattr(v, "html", None)), f"{spec}: Reprs shows its html()"
+    for cls in v.__mro__[:v.__mro__.index(Reprs)]:
+        again = {"_repr_pretty_", "_repr_html_", "__repr__"} & set(vars(cls))
+        assert not again, f"{cls.__qualname__} writes {sorted(again)} again: Reprs has them"
+
+
+def test_reprs_gives_the_text_escaped_and_the_html():
+    from cuda_magic.display.frontend import Reprs, WidgetReprs
+
+    class Shown(Reprs):
+        def text(self):
+            return "caf\u00e9 \ud800"
+
+        def html(self):
+            return "<b>x</b>"
+
+    class Printer:
+        def text(self, t):
+            self.out = t
+    p, v = Printer(), Shown()
+    v._repr_pretty_(p, False)
+    assert p.out == "caf\u00e9 \\ud800"           # what no encoding can write, escaped
+    assert v._repr_html_() == "<b>x</b>" and repr(v) == v.text() == v.part("sass")
+
+    class Widget(WidgetReprs, Shown):
+        def widget(self):
+            raise AssertionError("no kernel here: no widget")
+    assert Widget()._repr_mimebundle_() == {}         # terminal IPython: _repr_pretty_ shows it
+
+
 def test_one_entry_per_type():
     keys = [e.key for e in registry.VIEWS]
     assert len(keys) == len(set(keys))

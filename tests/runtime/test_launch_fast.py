@@ -236,6 +236,21 @@ def test_launch_errors_and_a_new_thread_context(fake, module):
     assert info.value.name == "CUDA_ERROR_ILLEGAL_ADDRESS" and driver.lost()
 
 
+def test_a_call_in_a_thread_new_to_cuda_is_made_again_in_the_primary_context(monkeypatch):
+    """driver.call_in_context, the retry of every launch (cuLaunchKernel, cuLaunchKernelEx)."""
+    made, answers = [], [0, 201]
+    monkeypatch.setattr(driver, "context", lambda: made.append("context"))
+
+    def call(*args):
+        made.append(args)
+        return (answers.pop(),)
+    assert driver.call_in_context(call, 1, 2) == 0 and made == [(1, 2), "context", (1, 2)]
+    made[:], answers[:] = [], [0]
+    assert driver.call_in_context(call, 3, err=201) == 0 and made == ["context", (3,)]
+    made[:] = []
+    assert driver.call_in_context(call, 3, err=700) == 700 and made == []    # another error: as is
+
+
 def test_the_plan_follows_the_kind_of_array_and_stops_rewriting_itself(fake, module):
     k = scale_kernel(fake, module)
     packer = k._bound[2]

@@ -285,14 +285,9 @@ def launch_ex(kernel, handle, dims, shared: int, stream: int, params: int,
               attrs: Attributes) -> None:
     """One ``cuLaunchKernelEx`` of the loaded ``kernel`` (``handle`` its CUkernel) with its
     attributes."""
-    from ..driver import api, check
+    from ..driver import api, call_in_context, check
     drv = api()
     cfg, func = config(kernel, handle, dims, shared, stream, attrs)
-    err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
-    if int(err) == 201:            # CUDA_ERROR_INVALID_CONTEXT: a thread new to CUDA
-        from .. import driver
-        driver.context()
-        err = drv.cuLaunchKernelEx(cfg, func, params, 0)[0]
-    if err != 0:
-        check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
-                      f"{shared}] with {', '.join(attrs.words())}")
+    err = call_in_context(drv.cuLaunchKernelEx, cfg, func, params, 0)
+    check((err,), f"launching {kernel.name}[grid={dims[:3]}, block={dims[3:]}, shared_mem="
+                  f"{shared}] with {', '.join(attrs.words())}")

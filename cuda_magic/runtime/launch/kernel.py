@@ -29,7 +29,6 @@ from .params import Param
 __all__ = ["Kernel"]
 
 
-INVALID_CONTEXT = 201     # CUDA_ERROR_INVALID_CONTEXT
 
 
 _ATTRIBUTES = {
@@ -270,12 +269,8 @@ class Kernel:
 
     def _launch(self, handle, dims, shared, stream, params, sync: bool, err: int = 0,
                 waited=None) -> None:
-        launch = api().cuLaunchKernel
-        if not err:
-            err = launch(handle, *dims, shared, stream, params, 0)[0]
-        if err == INVALID_CONTEXT:  # a thread that has not used CUDA yet
-            driver.context()
-            err = launch(handle, *dims, shared, stream, params, 0)[0]
+        err = driver.call_in_context(api().cuLaunchKernel, handle, *dims, shared, stream, params, 0,
+                                     err=err)
         if err != 0:
             check((err,), f"launching {self.name}[grid={dims[:3]}, block={dims[3:]}, "
                           f"shared_mem={shared}]")

@@ -7,6 +7,8 @@ and clocks in :mod:`.peaks`, the session's history in :mod:`.bench_history`; how
 looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``).  Each name
 lives in one of those modules only.  Nothing here imports NumPy, and nothing touches CUDA
 before ``measure`` is called.
+
+One concept: one timed measurement, from the launches it queues to the Timing it returns.
 """
 
 from __future__ import annotations

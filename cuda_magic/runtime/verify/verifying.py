@@ -5,6 +5,9 @@ What is an output, what the inputs are, how often the kernel runs and what the r
 are :func:`verify_kernel`'s docstring (``k.verify?``).  NumPy, CuPy and PyTorch arguments
 alike, and launches in the helper process (after a fault, or under ``isolate()``: NumPy
 arrays there).  The arguments passed are never written: every launch gets copies.
+
+One concept: ``k.verify``'s passes share one set of copied arguments, one reference and one
+checker.
 """
 
 from __future__ import annotations

@@ -4,32 +4,27 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
 from typing import Sequence
 
-from ... import settings
 from ...compile.compiler import CompilationResult
-from . import device_print, attributes as launch_attrs
+from ...errors import ArgumentError, KernelHangError
 from .. import driver
-from ..helper import worker
-from .attributes import Attributes, flag, prepared
-from .configuration import checked_dims, checked_shared, stream_handle
+from ..driver import CudaError, api, check
 from ..hang import waiting, watchdog
-from .form import launch_form
-from ..measure.timeline.recording import timeline as _timeline
-from ...errors import ArgumentError
-from .packer import Packer
-from .staging import release
+from ..helper import worker
 from ..measure import bench as _bench, history as bench_history
 from ..measure.bench import BenchError, Timing  # noqa: F401  (kernel.BenchError)
-from ..driver import CudaError, api, check
-from ...errors import KernelHangError
+from ..measure.timeline.recording import timeline as _timeline
+from . import attributes as launch_attrs, device_print
+from .attributes import Attributes, flag, prepared
+from .configuration import checked_dims, checked_shared, stream_handle
+from .form import launch_form
+from .packer import Packer
 from .params import Param
+from .staging import release
+from .subscript import Launcher, configured
 
 __all__ = ["Kernel"]
-
-
-
 
 _ATTRIBUTES = {
     "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
@@ -41,7 +36,6 @@ _ATTRIBUTES = {
     "ptx_version": "CU_FUNC_ATTRIBUTE_PTX_VERSION",
     "binary_version": "CU_FUNC_ATTRIBUTE_BINARY_VERSION",
 }
-
 
 
 class Kernel:
@@ -145,7 +139,7 @@ class Kernel:
         if launcher is None:
             given = launch_attrs.from_launch_config(key, self.name)
             if given is not None:          # a cuda.core LaunchConfig: k.launch's keywords
-                return functools.partial(_configured, self, given)
+                return functools.partial(configured, self, given)
             if not isinstance(key, tuple) or not 2 <= len(key) <= 4:
                 raise ArgumentError(f"launch as {self.name}[grid, block](*args), "
                                     f"{self.name}[grid, block, shared_mem, stream](*args) or "
@@ -155,7 +149,7 @@ class Kernel:
             compiled = launch_attrs.compiled_cluster(self)
             if compiled is not None:       # __cluster_dims__: the clusters must tile the grid
                 launch_attrs.check_grid(self.name, grid, compiled)
-            launcher = _Launcher(self, grid + block, shared,
+            launcher = Launcher(self, grid + block, shared,
                                  stream_handle(key[3] if len(key) > 3 else None))
             if len(self._launchers) > 64:
                 self._launchers.clear()
@@ -461,83 +455,3 @@ class Kernel:
         sig = ", ".join(str(p) for p in self.params)
         state = "loaded" if self.loaded else "not loaded"
         return f"<Kernel {self.name}({sig}) {self.result.arch} {self.result.format}, {state}>"
-
-
-def _configured(kernel, given: dict, *args) -> None:
-    """``k[config](*args)`` with a cuda.core LaunchConfig: ``k.launch`` with its keywords."""
-    kernel.launch(args=args, **given)
-
-
-_STATE = driver._state     # "lost", "isolated": read per launch (driver.elsewhere(), inlined)
-
-
-class _Launcher:
-    """``k[grid, block]``: one launch configuration, cached by the kernel (``Kernel._launchers``).
-
-    Until the kernel is loaded it launches the full way (``Kernel.launch_raw``).  Then it becomes an
-    instance of the kernel's launcher class (``_fast_launcher``), whose ``__call__`` is the
-    launch plan the kernel's Packer wrote: the quick checks of each argument, the values packed
-    into the kernel's one parameter buffer, and cuLaunchKernel called with ``argv``, prepared
-    once (the CUfunction, dims, shared bytes, stream, the buffer's address): cuda.bindings', or
-    CuPy's ``launchKernel`` on plain ints where CuPy is loaded (``driver.int_launch``).  Arguments the
-    plan has not seen (a first launch, another dtype, NumPy arrays), launches in the helper
-    process, printf kernels and errors go the full way, which raises the errors.
-    """
-
-    __slots__ = ("kernel", "dims", "shared", "stream", "argv")
-
-    def __init__(self, kernel, dims, shared, stream):
-        self.kernel, self.dims, self.shared, self.stream = kernel, dims, shared, stream
-        self.argv = None
-        self._prepare()
-
-    def _prepare(self) -> None:
-        k = self.kernel
-        b = k._bound
-        if b is None or k.printf or self.shared > k._max_dynamic:
-            return
-        fast = k._fast
-        if fast is None:    # written at the first launch (CuPy may be imported by then)
-            fast = k._fast = _fast_launcher(b)
-        cls, handle, ints = fast
-        if ints:            # CuPy's launchKernel: plain ints
-            self.argv = (int(handle), *self.dims, self.shared, int(self.stream), b[2].address, 0)
-        else:
-            drv = api()
-            stream = drv.CUstream(self.stream) if hasattr(drv, "CUstream") else self.stream
-            self.argv = (handle, *self.dims, self.shared, stream, b[2].address, 0)
-        self.__class__ = cls
-
-    def __call__(self, *args) -> None:
-        self.kernel.launch_raw(self.dims, self.shared, self.stream, args)
-        if self.argv is None:
-            self._prepare()
-
-    def slow(self, args) -> None:
-        self.kernel.launch_raw(self.dims, self.shared, self.stream, args)
-
-    def failed(self) -> None:
-        """The plan's launch failed: again the full way (cuLaunchKernel with the CUkernel, in the
-        current context, as the first launch), which raises the error or launches where the
-        plan's could not (a thread with no context yet)."""
-        k = self.kernel
-        b = k._bound
-        k._launch(b[1], self.dims, self.shared, self.stream, b[2].address, False)
-
-
-def _fast_launcher(bound) -> tuple:
-    """(the kernel's launcher class, with its launch plan as ``__call__``; the handle to launch;
-    whether the plan calls CuPy's launchKernel with ints)."""
-    _, handle, packer, launch = bound
-    cls = type("_Launcher", (_Launcher,), {"__slots__": (), "__doc__": _Launcher.__doc__})
-    # the plan's last call (Packer.launcher_call), settings.plan_launch: "auto" CuPy's
-    # launchKernel where CuPy is loaded already (driver.int_launch), "bindings" cuda.bindings'
-    ints = driver.int_launch() if settings.plan_launch == "auto" else None
-    packer.scope.update(WATCH=watchdog.WATCH, monotonic=time.monotonic)   # hangs: watched
-    packer.launcher_call(launch, _STATE, lambda call: setattr(cls, "__call__", call), ints)
-    get = getattr(api(), "cuKernelGetFunction", None)   # in the current context: a little faster
-    if get is not None:
-        err, func = get(handle)
-        if err == 0:
-            handle = func
-    return cls, handle, ints is not None

@@ -49,7 +49,6 @@ ONE_CONCEPT = "One concept:"    # ... in a docstring line that starts so
 PENDING = {
     "cuda_magic/correctness/check.py": "reworked with the correctness names",
     "cuda_magic/correctness/formats.py": "reworked with the element types",
-    "cuda_magic/runtime/launch/kernel.py": "shrinks with the launch attributes object",
 }
 
 

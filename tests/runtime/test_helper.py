@@ -20,7 +20,7 @@ from cuda_magic.cell import build, line_config
 from cuda_magic.runtime import NoGPUError
 from cuda_magic.runtime.nsight import run as tools
 from cuda_magic.runtime.helper import worker, main as worker_main
-from cuda_magic.runtime.nsight import launcher
+from cuda_magic.runtime.nsight import child as launcher
 from cuda_magic.errors import ArgumentError
 from cuda_magic.runtime.helper import encoding, specdir, transport
 from cuda_magic.runtime.helper.program import Entry, Program

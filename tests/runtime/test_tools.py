@@ -23,7 +23,7 @@ from cuda_magic.runtime import CudaError, NoGPUError
 from cuda_magic.runtime.nsight import reports, run as tools
 from cuda_magic import tools as finder
 from cuda_magic.errors import ArgumentError
-from cuda_magic.runtime.nsight.launcher import CHILD_ENV, read_spec
+from cuda_magic.runtime.nsight.child import CHILD_ENV, read_spec
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "tools")
 ARCH = "sm_90a"

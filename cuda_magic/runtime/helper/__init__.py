@@ -3,7 +3,7 @@
 Three kinds of helper process run kernels away from the notebook's CUDA: the launcher of
 ``isolate()`` and of launches after a fault (:mod:`.worker`, its process :mod:`.main`), the
 sweep's helpers, one per GPU (:mod:`..sweep`), and the one launch that Nsight Compute or
-compute-sanitizer watches (:mod:`..nsight.launcher`).  They share three pieces:
+compute-sanitizer watches (:mod:`..nsight.child`).  They share three pieces:
 
 - :mod:`.program`: :class:`~.program.Program`, the one record of the binary a helper loads
   (the bytes compiled in the notebook, their format and arch, the kernels' symbols and

@@ -2,7 +2,7 @@
 
 Nsight Compute and compute-sanitizer start the process they watch and own its stdin and
 stdout, so that launch cannot come over a pipe (:mod:`.transport`): the notebook writes it
-into a private directory and the tool runs ``python3 -m cuda_magic.runtime.nsight.launcher DIR``.
+into a private directory and the tool runs ``python3 -m cuda_magic.runtime.nsight.child DIR``.
 The directory holds the binary exactly as the notebook has it (``module.cubin``,
 ``.fatbin`` or ``.ptx``), the cell's source (``cell.cu``), ``spec.json`` (kernel, symbol,
 parameters, launch dimensions and attributes, the binary's sha256, the arguments in

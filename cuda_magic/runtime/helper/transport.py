@@ -10,7 +10,7 @@ ends inside a frame a :class:`StreamEnded` (an ``EOFError`` too) saying how much
 The worker (:mod:`..worker`) and the sweep's helpers (:mod:`..sweep`) use this.  The launch
 that Nsight Compute or compute-sanitizer watches cannot: the tool starts that process itself
 and owns its stdin and stdout (its own report goes there), so it reads a spec directory
-instead (:mod:`.specdir`, the documented ``python3 -m cuda_magic.runtime.nsight.launcher SPEC_DIR``).
+instead (:mod:`.specdir`, the documented ``python3 -m cuda_magic.runtime.nsight.child SPEC_DIR``).
 """
 
 from __future__ import annotations

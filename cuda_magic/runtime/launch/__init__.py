@@ -2,6 +2,8 @@
 
 - :mod:`.kernel`: :class:`~.kernel.Kernel` (``k[grid, block](*args)``, ``k.launch``, the
   methods ``k.bench``/``k.profile``/``k.check``/``k.verify``/``k.timeline``);
+- :mod:`.subscript`: ``k[grid, block]``, the :class:`~.subscript.Launcher` whose call becomes the
+  launch plan of repeat launches, and ``k[LaunchConfig]``;
 - :mod:`.form`: those methods written like a launch (``k.bench[grid, block](...)``);
 - :mod:`.configuration`: a launch's grid, block, shared memory and stream, checked;
 - :mod:`.attributes`: launch attributes (clusters, cooperative launches, PDL) as one

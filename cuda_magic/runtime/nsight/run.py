@@ -4,7 +4,7 @@ Both tools run a helper process, never the notebook's: the notebook writes the
 kernel's binary, **the same bytes** it loads itself, plus a small spec
 (kernel, symbol, parameters, launch dimensions, the binary's sha256) and the
 arguments (NumPy arrays as ``.npy``) into a private temporary directory, and
-the tool starts ``python3 -m cuda_magic.runtime.nsight.launcher DIR``, which checks the
+the tool starts ``python3 -m cuda_magic.runtime.nsight.child DIR``, which checks the
 hash, loads the bytes with ``cuLibraryLoadData``, launches once and
 synchronises (see :mod:`.launcher`).  Device arrays (CuPy, PyTorch, Numba) are
 copied to the host for the child; the child's copies are written, never the
@@ -114,7 +114,7 @@ def write_spec(kernel, dims, shared: int, args, directory: str, attrs=None) -> l
 
 def _child(directory: str) -> tuple[list[str], dict]:
     """argv and environment of the helper process (this Python, this cuda_magic)."""
-    return [sys.executable, "-m", "cuda_magic.runtime.nsight.launcher", directory], child_env()
+    return [sys.executable, "-m", "cuda_magic.runtime.nsight.child", directory], child_env()
 
 
 def _need_gpu(kernel, what: str) -> None:

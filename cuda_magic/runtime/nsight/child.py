@@ -1,6 +1,6 @@
 """The helper process that Nsight Compute and compute-sanitizer watch: one launch, then exit.
 
-    python3 -m cuda_magic.runtime.nsight.launcher SPEC_DIR [--dry-run]
+    python3 -m cuda_magic.runtime.nsight.child SPEC_DIR [--dry-run]
 
 ``SPEC_DIR`` (written by :func:`cuda_magic.runtime.nsight.run.write_spec`, laid out by
 :mod:`.helper.specdir`) holds the kernel's binary exactly as the notebook has it
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     dry = "--dry-run" in argv
     rest = [a for a in argv if a != "--dry-run"]
     if len(rest) != 1:
-        print("usage: python3 -m cuda_magic.runtime.nsight.launcher SPEC_DIR [--dry-run]", file=sys.stderr)
+        print("usage: python3 -m cuda_magic.runtime.nsight.child SPEC_DIR [--dry-run]", file=sys.stderr)
         return 3
     directory = rest[0]
     os.environ[CHILD_ENV] = "1"

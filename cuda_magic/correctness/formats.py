@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import elements
 from ..errors import DtypeError, NumbersError, quote
 
 __all__ = ["Format", "FORMATS", "format_of", "codes", "array_of", "ulp_distance", "to_bits",
@@ -338,10 +339,9 @@ def _format_name(dtype) -> str | None:
 
 
 # A kernel parameter's pointee type that names a number format: how arrays of bit patterns
-# (uint16, uint8) passed there are read (k.verify, %%cuda_compare's numbers).
-FORMAT_TYPES = {"__half": "float16", "__nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "e4m3",
-                "__nv_fp8_e5m2": "e5m2", "__nv_fp6_e2m3": "e2m3", "__nv_fp6_e3m2": "e3m2",
-                "__nv_fp4_e2m1": "e2m1", "__nv_fp4x2_e2m1": "e2m1x2"}
+# (uint16, uint8) passed there are read (k.verify, %%cuda_compare's numbers, %%cuda_tune):
+# a view of :mod:`cuda_magic.elements`.
+FORMAT_TYPES = elements.format_types()
 
 
 def format_of(x=None, dtype=None) -> Format | None:

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ... import elements
 from ...correctness.formats import FORMAT_TYPES
 from .. import driver
 
@@ -17,11 +18,10 @@ __all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "bits_equal", "
            "generate", "host_copy", "kind_of", "like", "offset_view", "sentinel", "shape_of",
            "size_of", "to_numpy", "torch_name", "torch_tensor", "block_tile"]
 
-# torch dtypes held on the host as their bit patterns (NumPy has no such dtype)
-TORCH_CODES = {"bfloat16": ("bfloat16", "int16", np.uint16),
-               "float8_e4m3fn": ("e4m3", "uint8", np.uint8),
-               "float8_e5m2": ("e5m2", "uint8", np.uint8),
-               "float4_e2m1fn_x2": ("e2m1x2", "uint8", np.uint8)}
+# torch dtypes held on the host as their bit patterns (NumPy has no such dtype): torch name ->
+# (format, the torch int dtype viewed, the NumPy container); a view of :mod:`cuda_magic.elements`
+TORCH_CODES = {t: (fmt, view, getattr(np, bits)) for t, (fmt, view, bits)
+               in elements.torch_codes().items()}
 
 
 # --- arrays of each kind -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from ..errors import DtypeError
 from .check import verify
 from .formats import FORMATS, codes, format_of, ulp_distance
 
-__all__ = ["Reference", "differs", "references", "check", "subnormal", "ArrayDiff", "array_diffs",
+__all__ = ["Reference", "differs", "references", "holds_codes", "check", "subnormal", "ArrayDiff", "array_diffs",
            "float_dtype"]
 
 
@@ -43,13 +43,13 @@ class Reference:
 
     def __init__(self, name: str, ref, rtol: float | None = None, atol: float | None = None,
                  dtype=None, ulp: float | None = None):
-        self.name, self.ref = name, np.ascontiguousarray(ref)
+        self.name, self.ref = name, _unsigned(np.ascontiguousarray(ref), dtype)
         self.rtol, self.atol, self.dtype, self.ulp = rtol, atol, dtype, ulp
 
     def why(self, out) -> str | None:
         """Why ``out`` is not the reference (None when it matches): the failing verdict's
         category and reason (``wrong: y: 12 of 1024 elements outside the rule (...)``)."""
-        out = np.asarray(out)
+        out = _unsigned(np.asarray(out), self.dtype)
         ref = self.ref
         if out.shape == ref.shape and out.dtype == ref.dtype and \
                 np.array_equal(out, ref, equal_nan=ref.dtype.kind in "fc"):
@@ -59,14 +59,38 @@ class Reference:
         return None if verdict else f"{verdict.category}: {verdict.reason}"
 
 
+def _unsigned(a: np.ndarray, dtype) -> np.ndarray:
+    """Bit patterns held in signed ints (a bfloat16 tensor's ``int16`` view) as the unsigned
+    ints ``verify`` reads as codes, when ``dtype`` names their format."""
+    if isinstance(dtype, str) and a.dtype.kind == "i":
+        return a.view(f"u{a.dtype.itemsize}")
+    return a
+
+
 def differs(name: str, out, ref, rtol: float | None, atol: float | None) -> str | None:
     """Why ``out`` is not ``ref`` (None when it matches); see :class:`Reference`."""
     return Reference(name, ref, rtol, atol).why(out)
 
 
-def references(arrays: Mapping[str, Any], rtol=None, atol=None) -> dict:
-    """``{name: Reference}`` for the expected arrays (:class:`Reference`)."""
-    return {name: Reference(name, a, rtol, atol) for name, a in arrays.items()}
+def references(arrays: Mapping[str, Any], rtol=None, atol=None,
+               formats: Mapping[str, str] | None = None) -> dict:
+    """``{name: Reference}`` for the expected arrays (:class:`Reference`).  ``formats``: the
+    number format of an array by name (``"bfloat16"``: what its parameter's C type says), used
+    where the array holds bit patterns (ints of the format's width: a bfloat16 tensor sent as
+    ``int16``), so ``rtol``/``atol`` judge the numbers and not the bits."""
+    formats = formats or {}
+    return {name: Reference(name, a, rtol, atol, holds_codes(a, formats.get(name)))
+            for name, a in arrays.items()}
+
+
+def holds_codes(a, fmt: str | None) -> str | None:
+    """``fmt`` when ``a`` holds its bit patterns (integers of its width), else None (``a``'s
+    own dtype says how to read it)."""
+    if not fmt:
+        return None
+    dt = np.asarray(a).dtype
+    width = 1 if fmt == "e2m1x2" else np.dtype(FORMATS[fmt].container).itemsize
+    return fmt if dt.kind in "iu" and dt.itemsize == width else None
 
 
 def check(outputs: Mapping[str, Any], refs: Mapping[str, Reference]) -> str | None:

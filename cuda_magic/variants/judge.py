@@ -1,6 +1,9 @@
 """The judge of a sweep's outcomes: each benched candidate's status from its outcome, and its
 outputs checked against the reference (the given arrays, as the bits the helpers send back, or
-the outputs of the first candidate that ran), as the outcomes arrive."""
+the outputs of the first candidate that ran), as the outcomes arrive.  Each output is read in
+the number format its parameter's C type names (a ``__nv_bfloat16*`` output as bfloat16, not
+as the ints holding its bits), so ``--rtol``/``--atol`` mean what they mean to
+``%%cuda_compare`` and ``k.verify``."""
 
 from __future__ import annotations
 
@@ -54,16 +57,19 @@ class Judge:
         self.pool = pool                    # told the reference: helpers then check the outputs
         self.told = False
         self.refs = None                    # the reference, ready to check with
+        self.formats: dict[str, str] = {}   # each output's number format, from its C type
 
     def expect(self, c: Candidate, job: sweep.Job) -> None:
         self.order.append(c.index)
+        for name, fmt in job.formats().items():
+            self.formats.setdefault(name, fmt)
         if self.ref is not None and "" in self.ref and len(self.ref) == 1 and len(job.outputs) == 1:
             self.ref = {job.outputs[0]: self.ref[""]}      # one array given: the one output
         self._tell()
 
     def _tell(self) -> None:
         if self.ref is not None and not self.told and self.pool is not None and "" not in self.ref:
-            self.pool.set_reference(self.ref, self.rtol, self.atol)
+            self.pool.set_reference(self.ref, self.rtol, self.atol, self.formats)
             self.told = True
 
     def add(self, c: Candidate, o: sweep.Outcome) -> None:
@@ -106,7 +112,7 @@ class Judge:
                 return
             expected = {next(iter(outs)): expected[""]}
         if self.refs is None or set(self.refs) != set(expected):
-            self.refs = references(expected, self.rtol, self.atol)
+            self.refs = references(expected, self.rtol, self.atol, self.formats)
         self._verdict(c, check_outputs(outs, self.refs))
 
     @staticmethod

@@ -35,6 +35,24 @@ def test_the_sweeps_judges_say_what_verify_says():
     assert (rows[1].differ, rows[1].flushed, rows[1].max_ulp) == (2, 1, 71362)
 
 
+@pytest.mark.parametrize("bits", [np.uint16, np.int16])      # int16: a bf16 tensor's view
+def test_references_read_bit_patterns_in_the_format_named(bits):
+    """%%cuda_tune's judge: a bfloat16 output held as bits, one ULP from the reference, is
+    right under rtol=1e-2 (as verify and %%cuda_compare say), far from it wrong."""
+    x = np.linspace(-3, 3, 64)
+    ref = to_bits(x, "bfloat16").view(bits)
+    near, far = ref + 1, ref.copy()
+    far[7] += 300
+    refs = references({"y": ref}, rtol=1e-2, formats={"y": "bfloat16"})
+    assert check({"y": near}, refs) is None
+    assert check({"y": far}, refs).startswith("wrong: y: 1 of 64")
+    # without a format the bits are integers, compared exactly
+    assert check({"y": near}, references({"y": ref}, rtol=1e-2)).startswith("wrong: y: 64 of 64")
+    # an array of its own format (or of another width) keeps it: the name does not apply
+    assert references({"y": x.astype(np.float32)}, formats={"y": "bfloat16"})["y"].dtype is None
+    assert references({"y": ref.astype(np.int32)}, formats={"y": "bfloat16"})["y"].dtype is None
+
+
 def test_array_diffs_reads_every_format():
     """Rows for bfloat16 bits, packed fp4 and ml_dtypes fp8 in each format's own ULPs."""
     x = np.linspace(-3, 3, 64)

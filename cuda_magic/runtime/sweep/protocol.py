@@ -6,7 +6,7 @@ from the notebook is one of
 
 - ``("arrays", {name: array})``: the arrays every later job of a sweep shares, put on the GPU
   once (this also forgets the reference);
-- ``("reference", (arrays, rtol, atol))``: the outputs later jobs are judged against here
+- ``("reference", (arrays, rtol, atol, formats))``: the outputs later jobs are judged against here
   (:func:`~cuda_magic.correctness.judges.references`), so only the verdict goes back;
 - a :class:`~.jobs.Job`, answered with its :class:`~.jobs.Outcome`.
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import elements
+from .. import arrays, elements
 from ..errors import DtypeError, NumbersError, quote
 
 __all__ = ["Format", "FORMATS", "format_of", "codes", "array_of", "ulp_distance", "to_bits",
@@ -292,7 +292,7 @@ def array_of(x) -> tuple[Any, Any]:
     it can.  A torch tensor goes through DLPack to CuPy when it is on the GPU and CuPy is
     importable, else to the host; its floats arrive as unsigned ints of the same width
     (NumPy has no bfloat16/fp8/fp4 dtype).  Lists and scalars become NumPy arrays."""
-    origin = _origin(x)
+    origin = arrays.library(x)
     if origin == "cupy":
         return _xp(x), x
     if origin != "torch":

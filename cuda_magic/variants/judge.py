@@ -13,23 +13,23 @@ import numpy as np
 
 from ..errors import TuneError
 from ..runtime import sweep
+from ..arrays import is_array
 from ..runtime.helper.encoding import host_copy
 from ..correctness.judges import check as check_outputs, references
 from .candidates import Candidate
-from .comparison import _is_array
 
 __all__ = ["Judge", "reference_bits"]
 
 
 def reference_bits(reference):
     """The expected arrays on the host as the bits the helpers send back (a bfloat16 tensor as
-    ``int16``: :func:`~cuda_magic.runtime.helper.encoding.host_copy`), so like is judged with
+    ``uint16``: :func:`~cuda_magic.runtime.helper.encoding.host_copy`), so like is judged with
     like."""
     if reference is None:
         return None
     if isinstance(reference, Mapping):
         return {str(k): _bits(str(k), v) for k, v in reference.items()}
-    if _is_array(reference):
+    if is_array(reference):
         return {"": _bits("reference", reference)}
     raise TuneError(f"--reference (reference=) takes {{array name: expected array}} or one array, not "
                     f"{type(reference).__name__}")

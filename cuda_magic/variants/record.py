@@ -14,10 +14,11 @@ import numpy as np
 
 from ..config import clip, quote
 from ..errors import RunError
+from ..arrays import is_array
 from ..runtime.helper.encoding import EncodingError, encode, host_copy
 from ..runtime.launch.kernel import _dims
 from ..runtime.sweep import Launch
-from .comparison import _is_array, parse_run
+from .comparison import parse_run
 from .space import TuneRunError, label
 
 __all__ = ["Recorder", "Runs"]
@@ -73,7 +74,7 @@ class Runs:
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         for n in sorted(names):     # host copies of the arrays --run names, once per sweep
             obj = self.namespace.get(n)
-            if obj is not None and _is_array(obj):
+            if obj is not None and is_array(obj):
                 self.originals[id(obj)] = n
                 self.host(n, obj)
 

@@ -24,12 +24,13 @@ import tempfile
 import threading
 
 from ... import settings, tools as _tools
+from ...arrays import library
 from ...config import clip
 from . import reports
 from ...errors import ArgumentError
 from ..driver import NoGPUError
 from ..helper import specdir
-from ..helper.encoding import EncodingError, encode, host_copy, library
+from ..helper.encoding import EncodingError, encode, host_copy
 from ..helper.program import Entry, Program
 from ..helper.transport import child_env
 from ...errors import ProfilerPermissionError, ToolNotFoundError, ToolRunError, quote

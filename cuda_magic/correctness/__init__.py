@@ -8,7 +8,7 @@ when first used.  See docs/verify.md.
 
 __all__ = ["verify", "Verdict", "OutputCheck", "ulp_distance", "FORMATS", "to_bits", "from_bits"]
 
-_LAZY = {"verify": "check", "Verdict": "verdict", "OutputCheck": "verdict", "ulp_distance": "formats",
+_LAZY = {"verify": "verifier", "Verdict": "verdict", "OutputCheck": "verdict", "ulp_distance": "formats",
          "FORMATS": "formats", "to_bits": "formats", "from_bits": "formats"}
 
 

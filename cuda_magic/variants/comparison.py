@@ -28,7 +28,7 @@ from ..compile.parallel import parallel
 from ..config import ConfigError, quote, validate
 from ..runtime import synchronize
 from ..runtime.helper.encoding import host_copy
-from ..correctness.judges import array_diffs
+from ..correctness.reference import array_diffs
 from ..correctness.formats import FORMAT_TYPES
 from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
 from ..errors import ArgumentError, RunError
@@ -183,7 +183,7 @@ class Comparison:
     ``names`` lists the variants, the first is the baseline; ``modules[name]``
     is that variant's :class:`~cuda_magic.Module`; ``instructions(name,
     kernel)`` its SASS lines, ``ftz(name, kernel)`` the ``.FTZ`` count;
-    ``numbers`` the :class:`~cuda_magic.correctness.judges.ArrayDiff` rows (None when
+    ``numbers`` the :class:`~cuda_magic.correctness.reference.ArrayDiff` rows (None when
     nothing ran, ``note`` says why); ``outputs[name][array]`` the arrays after
     each variant ran.  ``toggled(name, on)`` is the same comparison with the
     last variant's toggle changed (recompiled through the cache).

@@ -15,7 +15,7 @@ from ..errors import TuneError
 from ..runtime import sweep
 from ..arrays import is_array
 from ..runtime.helper.encoding import host_copy
-from ..correctness.judges import check as check_outputs, references
+from ..correctness.reference import first_difference, references
 from .candidates import Candidate
 
 __all__ = ["Judge", "reference_bits"]
@@ -113,7 +113,7 @@ class Judge:
             expected = {next(iter(outs)): expected[""]}
         if self.refs is None or set(self.refs) != set(expected):
             self.refs = references(expected, self.rtol, self.atol, self.formats)
-        self._verdict(c, check_outputs(outs, self.refs))
+        self._verdict(c, first_difference(outs, self.refs))
 
     @staticmethod
     def _verdict(c: Candidate, wrong: str | None) -> None:

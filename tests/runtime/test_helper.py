@@ -24,7 +24,7 @@ from cuda_magic.runtime.nsight import launcher
 from cuda_magic.errors import ArgumentError
 from cuda_magic.runtime.helper import encoding, specdir, transport
 from cuda_magic.runtime.helper.program import Entry, Program
-from cuda_magic.correctness.judges import references
+from cuda_magic.correctness.reference import references
 from cuda_magic.runtime.sweep import Job, Launch, protocol, run_job
 
 import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)

@@ -12,7 +12,7 @@ from cuda_magic.cell import CellError, parse_cell
 from cuda_magic.variants import record
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
-from cuda_magic.correctness.judges import differs
+from cuda_magic.correctness.reference import differs
 from cuda_magic.compile.arch import gpu_archs
 from cuda_magic.runtime import driver
 from cuda_magic.runtime.helper.program import Program
@@ -534,16 +534,16 @@ def test_a_bf16_output_is_judged_as_bfloat16_not_as_its_bits():
 
 def test_every_output_array_is_checked_not_only_the_first():
     """Two outputs, the second one wrong: wrong, whether the reference is the first candidate's
-    outputs, one given by the user, or the helpers' own check (``outputs.check``)."""
-    from cuda_magic.correctness import judges as outputs
+    outputs, one given by the user, or the helpers' own check (``outputs.first_difference``)."""
+    from cuda_magic.correctness import reference as outputs
     from cuda_magic.runtime import sweep
     right = {"y": np.ones(10, np.float32), "z": np.arange(10, dtype=np.int32)}
     bad_z = {"y": right["y"].copy(), "z": right["z"] + 1}
     refs = outputs.references(right)
-    assert outputs.check(right, refs) is None
-    assert (outputs.check(bad_z, refs) or "").startswith("wrong: z: ")
-    assert (outputs.check({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("wrong: y: ")
-    assert outputs.check({"y": right["y"]}, refs) is None      # z not written: not judged
+    assert outputs.first_difference(right, refs) is None
+    assert (outputs.first_difference(bad_z, refs) or "").startswith("wrong: z: ")
+    assert (outputs.first_difference({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("wrong: y: ")
+    assert outputs.first_difference({"y": right["y"]}, refs) is None      # z not written: not judged
     for given in (None, right):
         t = tune(SCALE_T, "BM=[1, 2, 4]", arch=ARCH, compile_only=True)
         judge = Judge(t.candidates, given, None, None, _Pool())

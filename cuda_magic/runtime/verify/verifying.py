@@ -66,8 +66,8 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     if not isinstance(offset, (bool, np.bool_)):
         raise VerifyError(f"offset={quote(offset, 40)}: True (launch once more with the inputs "
                           f"one element past an aligned address) or False")
-    from ...correctness.check import check_tile
-    from ...correctness.rules import check_params
+    from ...correctness.verifier import check_tile
+    from ...correctness.tolerances import check_params
     check_params(ulp, rtol, atol, reduction)
     tile = ({n: check_tile(t) for n, t in tile.items()} if isinstance(tile, dict)
             else check_tile(tile))

@@ -1,7 +1,9 @@
-"""The sweeps' and the comparisons' judges, on :func:`~cuda_magic.correctness.check.verify`:
+"""Outputs against a reference, on :func:`~cuda_magic.correctness.verifier.verify`:
 :class:`Reference` (one expected array a sweep judges many candidates against, in the helper
-processes too), :func:`check` (the first output that fails), and :func:`array_diffs` (one array
-across ``%%cuda_compare``'s variants: differences, flushes, ULPs in the array's format).
+processes too, read in the format its parameter names), :func:`first_difference` (why a
+candidate's outputs are not the references), and :func:`array_diffs` (one array across
+``%%cuda_compare``'s variants against the baseline: differences, flushes, ULPs in the array's
+format).  The sweep's bookkeeping of candidates is :mod:`cuda_magic.variants.judge`.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import DtypeError
-from .check import verify
+from .verifier import verify
 from .formats import FORMATS, codes, format_of, ulp_distance
 
-__all__ = ["Reference", "differs", "references", "holds_codes", "check", "subnormal", "ArrayDiff", "array_diffs",
+__all__ = ["Reference", "differs", "references", "holds_codes", "first_difference", "subnormal", "ArrayDiff", "array_diffs",
            "float_dtype"]
 
 
@@ -93,7 +95,7 @@ def holds_codes(a, fmt: str | None) -> str | None:
     return fmt if dt.kind in "iu" and dt.itemsize == width else None
 
 
-def check(outputs: Mapping[str, Any], refs: Mapping[str, Reference]) -> str | None:
+def first_difference(outputs: Mapping[str, Any], refs: Mapping[str, Reference]) -> str | None:
     """Why ``outputs`` are not the references (the first difference), or None.
 
     A reference whose name is not among ``outputs`` is skipped, not counted as a mismatch:

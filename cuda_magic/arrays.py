@@ -84,7 +84,7 @@ def host(a, as_: str = "bits"):
             else:
                 import torch
                 bits = getattr(np, row.bits)
-                return np.ascontiguousarray(t.view(getattr(torch, _torch_ints(row))).cpu()
+                return np.ascontiguousarray(t.view(getattr(torch, row.torch_view)).cpu()
                                             .numpy().view(bits))
         return np.ascontiguousarray(t.cpu().numpy())
     if lib == "cupy":
@@ -93,11 +93,6 @@ def host(a, as_: str = "bits"):
         return np.ascontiguousarray(a.copy_to_host())
     raise ArgumentError(f"a {type(a).__name__} has no host copy here: give a NumPy, CuPy or "
                         f"PyTorch array")
-
-
-def _torch_ints(row: elements.Element) -> str:
-    """The torch integer dtype a tensor of ``row``'s type is viewed as (every torch has it)."""
-    return "uint8" if row.size == 1 else f"int{8 * row.size}"
 
 
 def like(values, a, device=None, as_: str = "bits"):
@@ -117,7 +112,7 @@ def like(values, a, device=None, as_: str = "bits"):
         if as_ == "values":
             return torch.from_numpy(values.copy()).to(device).to(a.dtype)
         if row is not None and not row.native:
-            return torch.from_numpy(values.view(_torch_ints(row)).copy()).to(device).view(a.dtype)
+            return torch.from_numpy(values.view(row.torch_view).copy()).to(device).view(a.dtype)
         return torch.from_numpy(values.copy()).to(device)
     dtype = getattr(a, "dtype", None)
     return np.array(values, dtype=dtype if lib == "numpy" else None, copy=True)

@@ -46,6 +46,12 @@ class Element:
     aliases: tuple[str, ...] = ()
 
     @property
+    def torch_view(self) -> str:
+        """The torch integer dtype a tensor of this type is viewed as to reach its bits (one
+        every torch version has: ``uint8``, ``int16``, ...)."""
+        return "uint8" if self.size == 1 else f"int{8 * self.size}"
+
+    @property
     def native(self) -> bool:
         """Whether NumPy has the dtype itself (else an array of it holds bits, or ml_dtypes')."""
         return self.numpy in NUMPY_NATIVE
@@ -143,7 +149,7 @@ def torch_dtypes() -> dict[str, tuple[str, int]]:
 def torch_codes() -> dict[str, tuple[str, str, str]]:
     """torch dtype name -> (format name, the torch integer dtype to view it as, the unsigned
     NumPy type of its bits on the host): the torch dtypes NumPy has no dtype for."""
-    return {e.torch: (e.format, "uint8" if e.size == 1 else f"int{8 * e.size}", e.bits)
+    return {e.torch: (e.format, e.torch_view, e.bits)
             for e in ELEMENTS if e.torch and not e.native}
 
 

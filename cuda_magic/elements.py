@@ -22,14 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Element", "ELEMENTS", "VECTORS", "NUMPY_NATIVE", "by_cpp", "by_dtype", "format_of_cpp",
-           "scalars", "format_types", "torch_dtypes", "torch_codes", "tensor_map_types"]
+           "aliases", "scalars", "format_types", "torch_dtypes", "torch_codes", "tensor_map_types"]
 
 
 @dataclass(frozen=True)
 class Element:
     """One element type.  ``cpp``: its canonical C++ spellings (what
-    :func:`~cuda_magic.compile.cpptypes.canonical_type` gives), ``aliases``: other spellings of
-    it (``half``); ``code``: its :mod:`struct` code when a by-value parameter of it is packed
+    :func:`~cuda_magic.compile.cpptypes.canonical_type` gives), ``aliases``: the typedefs CUDA's
+    headers give it (``half``; canonical_type reads them from here; the integers' <cstdint>
+    names stay with it); ``code``: its :mod:`struct` code when a by-value parameter of it is packed
     (None: not packed by value); ``size`` in bytes; ``numpy``: its NumPy or ml_dtypes dtype name;
     ``torch``: its torch dtype name (None: torch has none); ``format``: its number format (None
     for integers and bool, compared exactly); ``bits``: the unsigned NumPy type holding one
@@ -60,21 +61,21 @@ class Element:
 E = Element
 ELEMENTS: tuple[Element, ...] = (
     E(("bool",), "?", 1, "bool", "bool", None, "uint8", "UINT8"),
-    E(("char", "signed char"), "b", 1, "int8", "int8", None, "uint8", "UINT8", ("int8_t",)),
-    E(("unsigned char",), "B", 1, "uint8", "uint8", None, "uint8", "UINT8", ("uint8_t",)),
-    E(("short",), "h", 2, "int16", "int16", None, "uint16", "UINT16", ("int16_t",)),
-    E(("unsigned short",), "H", 2, "uint16", "uint16", None, "uint16", "UINT16", ("uint16_t",)),
-    E(("int",), "i", 4, "int32", "int32", None, "uint32", "INT32", ("int32_t",)),
-    E(("unsigned int",), "I", 4, "uint32", "uint32", None, "uint32", "UINT32", ("uint32_t",)),
-    E(("long", "long long"), "q", 8, "int64", "int64", None, "uint64", "INT64", ("int64_t",)),
-    E(("unsigned long", "unsigned long long"), "Q", 8, "uint64", "uint64", None, "uint64", "UINT64",
-      ("uint64_t", "size_t")),
+    E(("char", "signed char"), "b", 1, "int8", "int8", None, "uint8", "UINT8"),
+    E(("unsigned char",), "B", 1, "uint8", "uint8", None, "uint8", "UINT8"),
+    E(("short",), "h", 2, "int16", "int16", None, "uint16", "UINT16"),
+    E(("unsigned short",), "H", 2, "uint16", "uint16", None, "uint16", "UINT16"),
+    E(("int",), "i", 4, "int32", "int32", None, "uint32", "INT32"),
+    E(("unsigned int",), "I", 4, "uint32", "uint32", None, "uint32", "UINT32"),
+    E(("long", "long long"), "q", 8, "int64", "int64", None, "uint64", "INT64"),
+    E(("unsigned long", "unsigned long long"), "Q", 8, "uint64", "uint64", None, "uint64", "UINT64"),
     E(("float",), "f", 4, "float32", "float32", "float32", "uint32", "FLOAT32"),
     E(("double",), "d", 8, "float64", "float64", "float64", "uint64", "FLOAT64"),
-    E(("__half",), "e", 2, "float16", "float16", "float16", "uint16", "FLOAT16", ("half",)),
+    E(("__half",), "e", 2, "float16", "float16", "float16", "uint16", "FLOAT16",
+      ("half", "nv_half", "__nv_half")),
     # a by-value bfloat16 is packed from a float, rounded to nearest even, into "H"
     E(("__nv_bfloat16",), "H", 2, "bfloat16", "bfloat16", "bfloat16", "uint16", "BFLOAT16",
-      ("nv_bfloat16",)),
+      ("nv_bfloat16", "__bfloat16")),
     E(("__nv_fp8_e4m3",), None, 1, "float8_e4m3fn", "float8_e4m3fn", "e4m3", "uint8", "UINT8"),
     E(("__nv_fp8_e5m2",), None, 1, "float8_e5m2", "float8_e5m2", "e5m2", "uint8", "UINT8"),
     E(("__nv_fp6_e2m3",), None, 1, "float6_e2m3fn", None, "e2m3", "uint8", None),
@@ -122,6 +123,11 @@ def format_of_cpp(spelling: str) -> str | None:
 
 
 # ---------------------------------------------------------------------- the views
+
+def aliases() -> dict[str, str]:
+    """Typedef -> canonical C spelling (``"half"`` -> ``"__half"``)."""
+    return {a: e.cpp[0] for e in ELEMENTS for a in e.aliases}
+
 
 def scalars() -> dict[str, tuple[str, str, int]]:
     """Canonical C spelling -> (struct code, NumPy dtype name, size): the types a by-value

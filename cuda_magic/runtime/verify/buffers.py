@@ -15,7 +15,7 @@ from ...correctness.formats import FORMAT_TYPES
 from .. import driver
 
 __all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "for_reference", "generate",
-           "host_copy", "offset_view", "sentinel", "to_numpy", "block_tile"]
+           "own_copy", "offset_view", "sentinel", "to_numpy", "block_tile"]
 
 # torch dtypes held on the host as their bit patterns (NumPy has no such dtype): torch name ->
 # (format, the torch int dtype viewed, the NumPy container); a view of :mod:`cuda_magic.elements`
@@ -25,8 +25,9 @@ TORCH_CODES = {t: (fmt, view, getattr(np, bits)) for t, (fmt, view, bits)
 
 # --- arrays of each kind (cuda_magic.arrays) ------------------------------------------------------
 
-def host_copy(a) -> np.ndarray:
-    """A host NumPy copy of ``a``, its own (bit patterns for torch's bfloat16/fp8/fp4)."""
+def own_copy(a) -> np.ndarray:
+    """A host NumPy copy of ``a`` that k.verify owns (never ``a`` itself; bit patterns for
+    torch's bfloat16/fp8/fp4: :func:`cuda_magic.arrays.host`)."""
     h = arrays.host(a)
     return h.copy() if h is a else h
 

@@ -21,7 +21,7 @@ from .. import driver
 from ..hang import waiting
 from ...arrays import bits_equal, library, like, shape as shape_of, size as size_of
 from .buffers import (Array, DeviceView, array_format, block_tile, for_reference, generate,
-                      host_copy, offset_view, sentinel, to_numpy)
+                      own_copy, offset_view, sentinel, to_numpy)
 
 __all__ = ["verify_kernel", "FORMAT_TYPES", "MODES", "block_tile", "count_param"]
 
@@ -86,7 +86,7 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
                 raise VerifyError(f"outputs: '{p.name}' is a {type(a).__name__}; k.verify reads "
                                   f"outputs as NumPy, CuPy or PyTorch arrays")
             continue        # another kind of device array: an input, passed as it is
-        host = host_copy(a)
+        host = own_copy(a)
         fmt, codes = array_format(p, host, a, kind)
         arrays[p.name] = Array(i, p.name, p, a, kind, host, fmt, codes)
     ins = [n for n in arrays if n not in names or n in inplace]

@@ -99,3 +99,12 @@ def test_a_lazy_import_counts(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)
     assert cycles(imports()) == []
     assert cycles(imports(top_level_only=False)) == [["cuda_magic.sub.a", "cuda_magic.sub.b"]]
+
+
+def test_the_ground_floor_modules_import_only_the_ground_floor():
+    """elements and arrays (DESIGN.md's ground floor) import, even lazily, only errors and each
+    other of the package: never runtime, compile, cell, correctness..."""
+    ground = {"cuda_magic.errors", "cuda_magic.elements", "cuda_magic.arrays", "cuda_magic"}
+    edges = imports(top_level_only=False)
+    for m in ("cuda_magic.elements", "cuda_magic.arrays"):
+        assert edges[m] <= ground, (m, edges[m] - ground)

@@ -46,10 +46,7 @@ ONE_CONCEPT = "One concept:"    # ... in a docstring line that starts so
 
 # Over SOFT lines while another change splits them or says why they are one concept: drop each
 # entry when its module passes (the test says so when one does).
-PENDING = {
-    "cuda_magic/correctness/check.py": "reworked with the correctness names",
-    "cuda_magic/correctness/formats.py": "reworked with the element types",
-}
+PENDING: dict[str, str] = {}
 
 
 def _sizes() -> dict[str, tuple[int, bool]]:

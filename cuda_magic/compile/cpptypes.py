@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import re
 
+from .. import elements
+
 __all__ = ["split_signature", "c_type", "close_angles", "canonical_type", "split_name",
            "unqualified"]
 
 
 # Typedefs every CUDA translation unit sees (<cstdint>, <cstddef>, glibc's sys/types.h, cuda.h,
-# the CUDA runtime's texture/surface objects), by their canonical spelling.
+# the CUDA runtime's texture/surface objects, and cuda_fp16.h/cuda_bf16.h's from the element rows),
+# by their canonical spelling.
 _ALIASES = {
     "int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short",
     "uint16_t": "unsigned short", "int32_t": "int", "uint32_t": "unsigned int",
@@ -29,8 +32,7 @@ _ALIASES = {
     "CUdeviceptr": "unsigned long long", "CUdeviceptr_v2": "unsigned long long",
     "cudaTextureObject_t": "unsigned long long", "cudaSurfaceObject_t": "unsigned long long",
     "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
-    "half": "__half", "nv_half": "__half", "__nv_half": "__half",
-    "nv_bfloat16": "__nv_bfloat16", "__bfloat16": "__nv_bfloat16",
+    **elements.aliases(),        # half, nv_bfloat16, ...: the element rows' own typedefs
 }
 
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct",

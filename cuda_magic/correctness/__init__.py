@@ -10,7 +10,7 @@ from .. import lazy
 
 __all__ = ["verify", "Verdict", "OutputCheck", "ulp_distance", "FORMATS", "to_bits", "from_bits"]
 
-_LAZY = {"verify": "check", "Verdict": "verdict", "OutputCheck": "verdict", "ulp_distance": "formats",
+_LAZY = {"verify": "verifier", "Verdict": "verdict", "OutputCheck": "verdict", "ulp_distance": "formats",
          "FORMATS": "formats", "to_bits": "formats", "from_bits": "formats"}
 
 __getattr__ = lazy.loader(globals(), _LAZY)

@@ -14,6 +14,10 @@ or CuPy, and uses only operations both have.
 * :func:`to_bits` / :func:`from_bits` make fp8/fp6/fp4 data with NumPy alone.
 
 NumPy only: torch, CuPy and ml_dtypes are used only for objects that come from them.
+
+One concept: a number format and the codes of an array in it; reading an array as codes,
+rounding values to codes and counting ULPs all turn on the same bit layout (sign, exponent,
+mantissa, bias, saturation) that ``Format`` holds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import arrays, elements
 from ..errors import DtypeError, NumbersError, quote
 
 __all__ = ["Format", "FORMATS", "format_of", "codes", "array_of", "ulp_distance", "to_bits",
@@ -291,7 +296,7 @@ def array_of(x) -> tuple[Any, Any]:
     it can.  A torch tensor goes through DLPack to CuPy when it is on the GPU and CuPy is
     importable, else to the host; its floats arrive as unsigned ints of the same width
     (NumPy has no bfloat16/fp8/fp4 dtype).  Lists and scalars become NumPy arrays."""
-    origin = _origin(x)
+    origin = arrays.library(x)
     if origin == "cupy":
         return _xp(x), x
     if origin != "torch":
@@ -338,10 +343,9 @@ def _format_name(dtype) -> str | None:
 
 
 # A kernel parameter's pointee type that names a number format: how arrays of bit patterns
-# (uint16, uint8) passed there are read (k.verify, %%cuda_compare's numbers).
-FORMAT_TYPES = {"__half": "float16", "__nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "e4m3",
-                "__nv_fp8_e5m2": "e5m2", "__nv_fp6_e2m3": "e2m3", "__nv_fp6_e3m2": "e3m2",
-                "__nv_fp4_e2m1": "e2m1", "__nv_fp4x2_e2m1": "e2m1x2"}
+# (uint16, uint8) passed there are read (k.verify, %%cuda_compare's numbers, %%cuda_tune):
+# a view of :mod:`cuda_magic.elements`.
+FORMAT_TYPES = elements.format_types()
 
 
 def format_of(x=None, dtype=None) -> Format | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from html import escape
 
-from ..errors import printable
 from .frontend import Reprs
 from .text import table as text_table
 

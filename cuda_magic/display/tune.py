@@ -21,7 +21,7 @@ from .frontend import Reprs
 from .content import argv_short_text
 from .text import table as text_table
 from .timing import _axis, duration
-from ..errors import NoMatplotlibError, PlotError, ShowError, clip, printable
+from ..errors import NoMatplotlibError, PlotError, ShowError, clip
 
 __all__ = ["TuneView", "PlotError", "header", "winner_line", "occupancy_note", "same_failure",
            "ordered", "columns", "text", "page", "svg", "figure", "grouping", "MAX_TEXT_ROWS",

@@ -21,7 +21,7 @@ from html import escape
 
 import numpy as np
 
-from ..errors import ShowError, printable
+from ..errors import ShowError
 from . import markup
 from .frontend import Reprs
 from .text import table as text_table

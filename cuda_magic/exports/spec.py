@@ -14,6 +14,7 @@ import struct
 import unicodedata
 from dataclasses import dataclass
 
+from .. import elements
 from ..cell import Module
 from ..compile.compiler import CompilationResult
 from ..errors import ExportError, NoKernelError, quote
@@ -22,22 +23,9 @@ from ..runtime.launch.params import Param
 
 __all__ = ["BuildSpec", "KernelSpec", "ParamSpec", "collect", "TORCH_DTYPES", "DTYPES"]
 
-# pointee type -> (torch dtype name, alignment in bytes beyond the element's own, or 0)
-TORCH_DTYPES: dict[str, tuple[str, int]] = {
-    "float": ("float32", 0), "double": ("float64", 0), "__half": ("float16", 0),
-    "__nv_bfloat16": ("bfloat16", 0), "bool": ("bool", 0),
-    "char": ("int8", 0), "signed char": ("int8", 0), "unsigned char": ("uint8", 0),
-    "short": ("int16", 0), "unsigned short": ("uint16", 0),
-    "int": ("int32", 0), "unsigned int": ("uint32", 0),
-    "long": ("int64", 0), "long long": ("int64", 0),
-    "unsigned long": ("uint64", 0), "unsigned long long": ("uint64", 0),
-    "__nv_fp8_e4m3": ("float8_e4m3fn", 0), "__nv_fp8_e5m2": ("float8_e5m2", 0),
-    # vector types: a tensor of their element, its address a multiple of the vector's size
-    "float2": ("float32", 8), "float4": ("float32", 16), "double2": ("float64", 16),
-    "int2": ("int32", 8), "int4": ("int32", 16), "uint2": ("uint32", 8), "uint4": ("uint32", 16),
-    "__half2": ("float16", 4), "half2": ("float16", 4), "__nv_bfloat162": ("bfloat16", 4),
-    "char4": ("int8", 4), "uchar4": ("uint8", 4), "short2": ("int16", 4),
-}
+# pointee type -> (torch dtype name, alignment in bytes beyond the element's own, or 0): a view
+# of :mod:`cuda_magic.elements`
+TORCH_DTYPES: dict[str, tuple[str, int]] = elements.torch_dtypes()     # vector types included
 # torch dtype names an output may be given (``("like x", "float16")``)
 DTYPES = ("float32", "float64", "float16", "bfloat16", "bool", "int8", "uint8", "int16",
           "uint16", "int32", "uint32", "int64", "uint64", "float8_e4m3fn", "float8_e5m2",

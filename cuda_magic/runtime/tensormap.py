@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import ctypes
 
+from .. import elements
 from ..errors import ArgumentError, clip, quote
 
 __all__ = ["tma", "TensorMap", "DATA_TYPES", "IM2COL_CORNER"]
 
-# dtype (NumPy / torch name) -> CUtensorMapDataType suffix and element bytes
-DATA_TYPES = {"uint8": ("UINT8", 1), "int8": ("UINT8", 1), "bool": ("UINT8", 1),
-              "uint16": ("UINT16", 2), "int16": ("UINT16", 2), "float16": ("FLOAT16", 2),
-              "bfloat16": ("BFLOAT16", 2), "uint32": ("UINT32", 4), "int32": ("INT32", 4),
-              "float32": ("FLOAT32", 4), "uint64": ("UINT64", 8), "int64": ("INT64", 8),
-              "float64": ("FLOAT64", 8), "float8_e4m3fn": ("UINT8", 1), "float8_e5m2": ("UINT8", 1)}
+# dtype (NumPy / torch name) -> CUtensorMapDataType suffix and element bytes (a view of
+# :mod:`cuda_magic.elements`)
+DATA_TYPES = elements.tensor_map_types()
 _SWIZZLE = {"none": ("NONE", None), "32B": ("32B", 32), "64B": ("64B", 64), "128B": ("128B", 128)}
 _L2 = {"none": "NONE", "64B": "L2_64B", "128B": "L2_128B", "256B": "L2_256B"}
 _OOB = {"zero": "NONE", "nan": "NAN_REQUEST_ZERO_FMA"}

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import cell, inspect
+from .. import arrays, cell, inspect
 from . import numbers
 from ..inspect import diff
 from ..compile.arch import detect_arch
@@ -27,11 +27,11 @@ from ..compile.backends import CompileError
 from ..compile.parallel import parallel
 from ..config import ConfigError, validate
 from ..runtime import synchronize
-from ..runtime.helper.encoding import host_copy, library
-from ..correctness.judges import array_diffs
+from ..runtime.helper.encoding import host_copy
+from ..correctness.reference import array_diffs
 from ..correctness.formats import FORMAT_TYPES
 from .toggles import INPUTS, TOGGLES, Variant, default_variants, parse_variant, state, vary as vary_toggles
-from ..errors import RunError, quote
+from ..errors import ArgumentError, RunError, quote
 
 __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
 
@@ -39,38 +39,22 @@ __all__ = ["Comparison", "RunError", "compare", "INPUTS"]
 
 # ---- arrays of any library ---------------------------------------------------------------------
 
-def _is_array(obj) -> bool:
-    return isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__")
-
-
 def _copy(obj):
-    if library(obj) == "torch":
-        return obj.clone()
-    if hasattr(obj, "copy"):
-        return obj.copy()
-    raise RunError(f"cannot copy a {type(obj).__name__} for each variant; use NumPy, CuPy or "
-                   "PyTorch arrays")
+    try:
+        return arrays.copy(obj)
+    except ArgumentError:
+        raise RunError(f"cannot copy a {type(obj).__name__} for each variant; use NumPy, CuPy or "
+                       "PyTorch arrays") from None
 
 
 def _host(name: str, obj) -> np.ndarray:
     """``obj`` on the host as the numbers it holds (:func:`~cuda_magic.runtime.helper.encoding.host_copy`
-    with ``values=True``: a bfloat16 tensor as float32 values), or a RunError naming the array."""
+    ``as_="values"``: a bfloat16 tensor as float32 values), or a RunError naming the array."""
     try:
-        return host_copy(obj, values=True)
+        return host_copy(obj, "values")
     except Exception as exc:
         raise RunError(f"cannot read array {name!r} ({type(obj).__name__}) back to compare it: "
                        f"{exc}") from None
-
-
-def _like(obj, values: np.ndarray):
-    """``values`` as an array of ``obj``'s library, on ``obj``'s device."""
-    lib = library(obj)
-    if lib == "torch":
-        import torch
-        return torch.as_tensor(values, device=obj.device)
-    if lib == "cupy":
-        return sys.modules["cupy"].asarray(values)
-    return values
 
 
 # ---- running ----------------------------------------------------------------------------------
@@ -108,7 +92,7 @@ class Runner:
             for node in ast.walk(tree):
                 self._roles(node, kernels)
         self.arrays = {n: self.namespace[n] for n in sorted(names)
-                       if n not in kernels and n in self.namespace and _is_array(self.namespace[n])}
+                       if n not in kernels and n in self.namespace and arrays.is_array(self.namespace[n])}
         if not self.arrays:
             raise RunError(f"--run {quote('; '.join(self.texts))}: it names no arrays to compare; pass "
                            "named NumPy, CuPy or PyTorch arrays, e.g. scale[1, 256](x, y, 0.5, 256)")
@@ -142,7 +126,7 @@ class Runner:
                 values = np.roll(numbers.denormals(host.size, host.dtype), i * (host.size // 7 + 1))
             else:
                 values = numbers.random_inputs(host.size, host.dtype, seed=i)
-            self.arrays[n] = _like(a, values.reshape(host.shape))
+            self.arrays[n] = arrays.like(values.reshape(host.shape), a, as_="values")
 
     def run(self, variant: str, module: cell.Module) -> dict[str, np.ndarray]:
         """Evaluate the code with ``module``'s kernels on fresh copies; every array afterwards."""
@@ -199,7 +183,7 @@ class Comparison:
     ``names`` lists the variants, the first is the baseline; ``modules[name]``
     is that variant's :class:`~cuda_magic.Module`; ``instructions(name,
     kernel)`` its SASS lines, ``ftz(name, kernel)`` the ``.FTZ`` count;
-    ``numbers`` the :class:`~cuda_magic.correctness.judges.ArrayDiff` rows (None when
+    ``numbers`` the :class:`~cuda_magic.correctness.reference.ArrayDiff` rows (None when
     nothing ran, ``note`` says why); ``outputs[name][array]`` the arrays after
     each variant ran.  ``toggled(name, on)`` is the same comparison with the
     last variant's toggle changed (recompiled through the cache).

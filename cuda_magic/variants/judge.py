@@ -1,6 +1,9 @@
 """The judge of a sweep's outcomes: each benched candidate's status from its outcome, and its
 outputs checked against the reference (the given arrays, as the bits the helpers send back, or
-the outputs of the first candidate that ran), as the outcomes arrive."""
+the outputs of the first candidate that ran), as the outcomes arrive.  Each output is read in
+the number format its parameter's C type names (a ``__nv_bfloat16*`` output as bfloat16, not
+as the ints holding its bits), so ``--rtol``/``--atol`` mean what they mean to
+``%%cuda_compare`` and ``k.verify``."""
 
 from __future__ import annotations
 
@@ -10,23 +13,23 @@ import numpy as np
 
 from ..errors import TuneError
 from ..runtime import sweep
+from ..arrays import is_array
 from ..runtime.helper.encoding import host_copy
-from ..correctness.judges import check as check_outputs, references
+from ..correctness.reference import first_difference, references
 from .candidates import Candidate
-from .comparison import _is_array
 
 __all__ = ["Judge", "reference_bits"]
 
 
 def reference_bits(reference):
     """The expected arrays on the host as the bits the helpers send back (a bfloat16 tensor as
-    ``int16``: :func:`~cuda_magic.runtime.helper.encoding.host_copy`), so like is judged with
+    ``uint16``: :func:`~cuda_magic.runtime.helper.encoding.host_copy`), so like is judged with
     like."""
     if reference is None:
         return None
     if isinstance(reference, Mapping):
         return {str(k): _bits(str(k), v) for k, v in reference.items()}
-    if _is_array(reference):
+    if is_array(reference):
         return {"": _bits("reference", reference)}
     raise TuneError(f"--reference (reference=) takes {{array name: expected array}} or one array, not "
                     f"{type(reference).__name__}")
@@ -54,16 +57,19 @@ class Judge:
         self.pool = pool                    # told the reference: helpers then check the outputs
         self.told = False
         self.refs = None                    # the reference, ready to check with
+        self.formats: dict[str, str] = {}   # each output's number format, from its C type
 
     def expect(self, c: Candidate, job: sweep.Job) -> None:
         self.order.append(c.index)
+        for name, fmt in job.formats().items():
+            self.formats.setdefault(name, fmt)
         if self.ref is not None and "" in self.ref and len(self.ref) == 1 and len(job.outputs) == 1:
             self.ref = {job.outputs[0]: self.ref[""]}      # one array given: the one output
         self._tell()
 
     def _tell(self) -> None:
         if self.ref is not None and not self.told and self.pool is not None and "" not in self.ref:
-            self.pool.set_reference(self.ref, self.rtol, self.atol)
+            self.pool.set_reference(self.ref, self.rtol, self.atol, self.formats)
             self.told = True
 
     def add(self, c: Candidate, o: sweep.Outcome) -> None:
@@ -106,8 +112,8 @@ class Judge:
                 return
             expected = {next(iter(outs)): expected[""]}
         if self.refs is None or set(self.refs) != set(expected):
-            self.refs = references(expected, self.rtol, self.atol)
-        self._verdict(c, check_outputs(outs, self.refs))
+            self.refs = references(expected, self.rtol, self.atol, self.formats)
+        self._verdict(c, first_difference(outs, self.refs))
 
     @staticmethod
     def _verdict(c: Candidate, wrong: str | None) -> None:

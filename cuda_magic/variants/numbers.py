@@ -2,7 +2,7 @@
 
 NumPy only; no CUDA.  ``denormals(n)`` makes inputs that show what FTZ does;
 ``ulp_plot(diffs, baseline)`` draws the per-element ULP differences that
-:func:`cuda_magic.correctness.judges.array_diffs` found (judging outputs, ULP distances
+:func:`cuda_magic.correctness.reference.array_diffs` found (judging outputs, ULP distances
 included, is :mod:`cuda_magic.correctness`: ``cuda_magic.verify``, ``cuda_magic.ulp_distance``).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..correctness.judges import ArrayDiff, float_dtype
+from ..correctness.reference import ArrayDiff, float_dtype
 from ..errors import DtypeError, NumbersError
 
 __all__ = ["denormals", "random_inputs", "ulp_plot", "DtypeError", "NumbersError"]

@@ -12,11 +12,12 @@ from typing import Mapping
 
 import numpy as np
 
+from ..arrays import is_array
 from ..errors import RunError, clip, quote
 from ..runtime.helper.encoding import EncodingError, encode, host_copy
 from ..runtime.launch.configuration import checked_dims
 from ..runtime.sweep import Launch
-from .comparison import _is_array, parse_run
+from .comparison import parse_run
 from .space import TuneRunError, label
 
 __all__ = ["Recorder", "Runs"]
@@ -72,7 +73,7 @@ class Runs:
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         for n in sorted(names):     # host copies of the arrays --run names, once per sweep
             obj = self.namespace.get(n)
-            if obj is not None and _is_array(obj):
+            if obj is not None and is_array(obj):
                 self.originals[id(obj)] = n
                 self.host(n, obj)
 

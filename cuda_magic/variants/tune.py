@@ -283,7 +283,7 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     this fraction of the SM's warps; spilling candidates are pruned unless ``keep_spills``.
     ``reference``: the expected arrays (``{name: array}``, or one array when ``run`` has one
     output); default: the first candidate that ran.  ``rtol``/``atol``: see
-    :func:`cuda_magic.correctness.judges.differs`.
+    :func:`cuda_magic.correctness.reference.differs`.
     ``repeat``/``warmup``/``flush``/``graph``: as ``k.bench``.  ``nbytes``/``flops``: per
     candidate, numbers or expressions over the space's names (``"2*M*N*K"``), for GB/s and
     TFLOP/s.  ``gpus``: device ordinals (default: every GPU that runs the build);

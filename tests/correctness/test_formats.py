@@ -399,10 +399,10 @@ def test_to_bits_packs_fp4_pairs_low_nibble_first():
 
 def test_nothing_from_torch_cupy_or_ml_dtypes_is_imported_for_numpy_arrays():
     code = ("import sys, numpy as np\n"
-            "from cuda_magic.correctness import formats, check\n"
+            "from cuda_magic.correctness import formats, verifier\n"
             "x = np.linspace(-1, 1, 50, dtype=np.float32)\n"
             "formats.codes(x); formats.ulp_distance(x, x); formats.to_bits(x, 'e4m3')\n"
-            "assert check.verify(x, x.astype(np.float64))\n"
+            "assert verifier.verify(x, x.astype(np.float64))\n"
             "print(sorted(m for m in ('torch', 'cupy', 'ml_dtypes') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cuda_magic.correctness.check import verify
+from cuda_magic.correctness.verifier import verify
 from cuda_magic.correctness.verdict import CATEGORIES, TRAPS, OutputCheck, Verdict
 from cuda_magic.errors import VerifyError
 

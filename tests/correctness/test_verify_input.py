@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from cuda_magic.correctness.check import verify
+from cuda_magic.correctness.verifier import verify
 from cuda_magic.correctness.formats import from_bits, to_bits, ulp_distance
 from cuda_magic.errors import DtypeError, VerifyError
 

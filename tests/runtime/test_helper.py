@@ -24,7 +24,7 @@ from cuda_magic.runtime.nsight import child as launcher
 from cuda_magic.errors import ArgumentError
 from cuda_magic.runtime.helper import encoding, specdir, transport
 from cuda_magic.runtime.helper.program import Entry, Program
-from cuda_magic.correctness.judges import references
+from cuda_magic.correctness.reference import references
 from cuda_magic.runtime.sweep import Job, Launch, protocol, run_job
 
 import fake_driver as fd  # benchmarks/ (on sys.path: conftest.py)
@@ -158,6 +158,9 @@ class _Bf16Tensor:
     def detach(self):
         return self
 
+    def data_ptr(self):
+        return 0
+
     def view(self, dtype):
         assert dtype == "int16"
         return _Bf16Tensor(self.values.view(np.int16), "int16", self.is_cuda)
@@ -179,12 +182,13 @@ _Bf16Tensor.__module__ = "torch"
 
 
 def test_a_bfloat16_tensor_comes_to_the_host_as_its_raw_bits(monkeypatch):
+    """The one bits form: the unsigned container of cuda_magic.elements (uint16)."""
     import types
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int16="int16"))
     bits = np.array([0x3F80, 0xC000, 0x7FC0, 0x0001], np.uint16)     # 1, -2, NaN, a subnormal
     for cuda in (True, False):
         host = encoding.host_copy(_Bf16Tensor(bits, cuda=cuda))
-        assert host.dtype == np.int16 and host.view(np.uint16).tolist() == bits.tolist()
+        assert host.dtype == np.uint16 and host.tolist() == bits.tolist()
     f32 = np.array([1.0, 2.5], np.float32)
     host = encoding.host_copy(_Bf16Tensor(f32, "float32"))
     assert host.dtype == np.float32 and host.tolist() == [1.0, 2.5]
@@ -193,7 +197,7 @@ def test_a_bfloat16_tensor_comes_to_the_host_as_its_raw_bits(monkeypatch):
     from cuda_magic.variants.judge import reference_bits
     assert reference_bits({"y": _Bf16Tensor(bits)})["y"].view(np.uint16).tolist() == bits.tolist()
     # a report of numbers reads the values: a comparison's arrays are float32, exactly
-    values = encoding.host_copy(_Bf16Tensor(bits), values=True)
+    values = encoding.host_copy(_Bf16Tensor(bits), "values")
     assert values.dtype == np.float32 and values[:2].tolist() == [1.0, -2.0]
     assert np.isnan(values[2]) and values[3] == np.float32(2.0 ** -133)    # the subnormal stays
     assert comparison._host("y", _Bf16Tensor(bits)).tolist()[:2] == [1.0, -2.0]

@@ -485,7 +485,7 @@ def test_determinism_compares_bits(emu):
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_bits_equal_is_bitwise(kind):
-    from cuda_magic.runtime.verify.buffers import bits_equal
+    from cuda_magic.arrays import bits_equal
     nan = np.array([1.0, np.nan, 3.0], np.float32)
     zero, minus = np.array([0.0, 1.0], np.float32), np.array([-0.0, 1.0], np.float32)
     other_nan = nan.copy()

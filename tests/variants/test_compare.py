@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 
 import cuda_magic
 from cuda_magic.variants import comparison, numbers
-from cuda_magic.correctness.judges import array_diffs, subnormal
+from cuda_magic.correctness.reference import array_diffs, subnormal
 from cuda_magic.inspect import diff
 from cuda_magic.config import ConfigError
 from cuda_magic.display import compare as view

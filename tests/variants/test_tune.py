@@ -12,7 +12,7 @@ from cuda_magic.cell import CellError, parse_cell
 from cuda_magic.variants import record
 from cuda_magic.variants.space import (MAX_CANDIDATES, TuneError, classify, parse_space,
                                        recipe_of)
-from cuda_magic.correctness.judges import differs
+from cuda_magic.correctness.reference import differs
 from cuda_magic.compile.arch import gpu_archs
 from cuda_magic.runtime import driver
 from cuda_magic.runtime.helper.program import Program
@@ -454,10 +454,11 @@ def _outcome(i, status="ok", ms=1.0, outputs=None, checked=False, wrong=None):
 
 class _Pool:
     def __init__(self):
-        self.told = []
+        self.told, self.formats = [], []
 
-    def set_reference(self, arrays, rtol, atol):
+    def set_reference(self, arrays, rtol, atol, formats=None):
         self.told.append(dict(arrays))
+        self.formats.append(dict(formats or {}))
 
 
 def test_the_judge_takes_the_lowest_index_that_ran_as_reference():
@@ -503,18 +504,46 @@ def test_a_given_reference_judges_the_first_candidate_too():
     assert [c.status for c in t.candidates] == ["wrong", "ok"]
 
 
+def test_a_bf16_output_is_judged_as_bfloat16_not_as_its_bits():
+    """--rtol means what it means to %%cuda_compare and k.verify: an output a ``__nv_bfloat16*``
+    parameter wrote (its bits, as a bf16 tensor comes back: int16) one ULP from the reference
+    is right under rtol=1e-2, one far from it wrong; the helpers are told the format too."""
+    from cuda_magic.correctness.formats import to_bits
+    from cuda_magic.runtime import sweep
+    from cuda_magic.runtime.helper.program import Entry
+    from cuda_magic.runtime.launch.params import Param
+    program = Program("sweep:bf16", b"", "cubin", ARCH, {"k": Entry("k", (
+        Param("y", "__nv_bfloat16", 1), Param("n", "int")))})
+    launch = sweep.Launch("k", (1, 1, 1, 64, 1, 1), 0, (("array", "y"), ("value", 64)))
+    right = to_bits(np.linspace(-3, 3, 64), "bfloat16").view(np.int16)
+    far = right.copy()
+    far[7] += 300
+    for given in (None, {"y": right}):
+        t = tune(SCALE_T, "BM=[1, 2, 4]", arch=ARCH, compile_only=True)
+        pool = _Pool()
+        judge = Judge(t.candidates, given, 1e-2, None, pool)
+        for c in t.candidates:
+            judge.expect(c, sweep.Job(c.index, program, (launch,), ("y",)))
+        assert judge.formats == {"y": "bfloat16"}
+        for c, y in zip(t.candidates, (right, right + 1, far)):
+            judge.add(c, _outcome(c.index, outputs={"y": y}))
+        judge.settle()
+        assert [c.status for c in t.candidates] == ["ok", "ok", "wrong"], given
+        assert pool.formats == [{"y": "bfloat16"}]
+
+
 def test_every_output_array_is_checked_not_only_the_first():
     """Two outputs, the second one wrong: wrong, whether the reference is the first candidate's
-    outputs, one given by the user, or the helpers' own check (``outputs.check``)."""
-    from cuda_magic.correctness import judges as outputs
+    outputs, one given by the user, or the helpers' own check (``outputs.first_difference``)."""
+    from cuda_magic.correctness import reference as outputs
     from cuda_magic.runtime import sweep
     right = {"y": np.ones(10, np.float32), "z": np.arange(10, dtype=np.int32)}
     bad_z = {"y": right["y"].copy(), "z": right["z"] + 1}
     refs = outputs.references(right)
-    assert outputs.check(right, refs) is None
-    assert (outputs.check(bad_z, refs) or "").startswith("wrong: z: ")
-    assert (outputs.check({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("wrong: y: ")
-    assert outputs.check({"y": right["y"]}, refs) is None      # z not written: not judged
+    assert outputs.first_difference(right, refs) is None
+    assert (outputs.first_difference(bad_z, refs) or "").startswith("wrong: z: ")
+    assert (outputs.first_difference({"y": right["y"] * 3, "z": right["z"]}, refs) or "").startswith("wrong: y: ")
+    assert outputs.first_difference({"y": right["y"]}, refs) is None      # z not written: not judged
     for given in (None, right):
         t = tune(SCALE_T, "BM=[1, 2, 4]", arch=ARCH, compile_only=True)
         judge = Judge(t.candidates, given, None, None, _Pool())
@@ -681,3 +710,31 @@ def test_magic_binds_the_winner(shell, gemm):
     t = shell.user_ns["t"]
     assert result is t and t.winner is not None
     assert shell.user_ns["sgemm"] is t.kernels["sgemm"]
+
+
+@pytest.mark.gpu
+def test_magic_judges_a_bf16_output_as_bfloat16(shell):
+    """--rtol 1e-2 reads a __nv_bfloat16* output as bfloat16, as %%cuda_compare and k.verify do:
+    one ULP from the reference (the first candidate) is right, in the notebook and in the helper
+    processes, and far from it wrong (judged as bits, the one ULP was "wrong")."""
+    if cuda_magic.detect_arch() is None:
+        pytest.skip("needs a GPU")
+    src = r'''
+    #include <cuda_bf16.h>
+    #ifndef BUMP
+    #define BUMP 0
+    #endif
+    extern "C" __global__ void k(__nv_bfloat16* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        unsigned short bits = __bfloat16_as_ushort(__float2bfloat16(1.0f + 0.01f * i));
+        if (i < n) y[i] = __ushort_as_bfloat16((unsigned short)(bits + BUMP));
+    }
+    '''
+    shell.user_ns.update(y=np.zeros(1024, np.uint16), n=1024)
+    shell.run_line_magic("load_ext", "cuda_magic")
+    t = shell.run_cell_magic("cuda_tune", '--space "BUMP=[0, 1, 200]" --run '
+                             '"k[cdiv(n, 256), 256](y, n)" --rtol 1e-2 --repeat 5 --name t', src)
+    status = [c.status for c in t.candidates]
+    assert status[2] == "wrong" and "outside the rule" in t.candidates[2].reason, status
+    assert sorted(status[:2]) == ["ok", "winner"], [c.reason for c in t.candidates]
+    assert not shell.user_ns["y"].any()        # the caller's array is untouched

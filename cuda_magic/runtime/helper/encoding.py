@@ -19,24 +19,14 @@ Each argument becomes one tuple of plain data:
 from __future__ import annotations
 
 from typing import Callable, Mapping
+
+from ... import arrays
 from ...errors import EncodingError
 
 __all__ = ["ARRAY", "VALUE", "BYTES", "NULL", "TENSORMAP", "EncodingError", "encode", "decode", "to_json",
-           "from_json", "is_array", "is_tensor_map", "library", "host_copy"]
+           "from_json", "is_tensor_map", "host_copy"]
 
 ARRAY, VALUE, BYTES, NULL, TENSORMAP = "array", "value", "bytes", "null", "tensormap"
-
-
-def library(a) -> str:
-    """The top-level module of ``a``'s type: ``numpy``, ``cupy``, ``torch``..."""
-    return type(a).__module__.split(".")[0]
-
-
-def is_array(a) -> bool:
-    """Whether ``a`` crosses as an array: NumPy, anything with ``__cuda_array_interface__``
-    (CuPy, Numba), or a PyTorch tensor on any device."""
-    import numpy as np
-    return isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__") or library(a) == "torch"
 
 
 def is_tensor_map(a) -> bool:
@@ -55,7 +45,7 @@ def encode(a, array: Callable[[object], str], other: Callable | None = None, pla
         return (NULL,)
     if is_tensor_map(a):
         return (TENSORMAP, array(a.array), a.recipe)
-    if is_array(a):
+    if arrays.is_array(a):
         return (ARRAY, array(a))
     if not plain:
         return (VALUE, a)
@@ -119,32 +109,20 @@ def from_json(d: Mapping) -> tuple:
     raise EncodingError(f"unknown argument kind {kind!r}")
 
 
-def host_copy(a, values: bool = False):
-    """A NumPy copy of a device array (CuPy, PyTorch, Numba, anything with
-    ``__cuda_array_interface__``), after the work queued on it finished; a NumPy array as it is.
+def host_copy(a, as_: str = "bits"):
+    """A NumPy copy of an array of any library, after the work queued on it finished; a NumPy
+    array as it is (:func:`cuda_magic.arrays.host`).
 
-    NumPy has no bfloat16, so a ``bfloat16`` tensor comes back one of two ways, said by the
-    caller: as its **raw bits** (``int16``, the default) or, with ``values=True``, as the
-    float32 numbers it holds (exact: every bfloat16 is a float32).  Whatever goes to a kernel
-    needs the bits: a helper's kernel reads the bytes it is given (float32 values would be
-    twice the size and other numbers), and a sweep's outputs come back from the GPU as bits
-    and are judged against references copied the same way.  A report of numbers needs the
-    values: ``%%cuda_compare`` shows max abs and ULP differences and counts subnormals, which
-    bit patterns read as integers would get wrong."""
+    ``as_``: the **bits** of a dtype NumPy lacks (a bfloat16 tensor as ``uint16``), or its
+    float32 **values**.  Whatever goes to a kernel needs the bits: a helper's kernel reads the
+    bytes it is given, and a sweep's outputs come back from the GPU as bits and are judged
+    against references copied the same way (in the format their parameter's C type names).
+    A report of numbers needs the values: ``%%cuda_compare`` shows max abs and ULP differences
+    and counts subnormals.  A bare ``__cuda_array_interface__`` (no ``copy_to_host``) is
+    copied here, through the driver."""
     import numpy as np
-    if isinstance(a, np.ndarray):
-        return a
-    mod = library(a)
-    if mod == "torch":
-        t = a.detach()
-        if str(t.dtype) == "torch.bfloat16":
-            import torch
-            t = t.float() if values else t.view(torch.int16)
-        return np.ascontiguousarray(t.cpu().numpy())
-    if hasattr(a, "get") and mod == "cupy":
-        return np.ascontiguousarray(a.get())
-    if hasattr(a, "copy_to_host"):
-        return np.ascontiguousarray(a.copy_to_host())
+    if arrays.library(a) != "cai" or hasattr(a, "copy_to_host"):
+        return arrays.host(a, as_)
     cai = a.__cuda_array_interface__
     from ..driver import api, check
     from ..hang.waiting import everything

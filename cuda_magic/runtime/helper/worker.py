@@ -21,6 +21,7 @@ import threading
 import time
 
 from ... import settings
+from ...arrays import library
 from .. import driver
 from ...errors import ArgumentError, ArgumentRangeError
 from ..driver import CudaError, NoGPUError
@@ -91,7 +92,7 @@ def message(kernel, op: str, *payload) -> tuple:
                 raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
                                     f"helper process (after a fault, or isolate()), and a tensor "
                                     f"map describes device memory of this process")
-            if hasattr(a, "__cuda_array_interface__") or encoding.library(a) == "torch":
+            if library(a) in ("cupy", "torch", "cai"):
                 raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
                                     f"helper process (after a fault, or isolate()), which takes "
                                     f"NumPy arrays and numbers, not {type(a).__name__}")

@@ -1,7 +1,7 @@
 """Kernel parameter types: what a C parameter is and how its value is packed.
 
 Pure data, no CUDA.  The cell layer parses declarations into :class:`Param`;
-the runtime packs Python values by these tables, keyed by the canonical spelling of
+the runtime packs Python values by :data:`SCALARS` (a view of :mod:`cuda_magic.elements`), keyed by the canonical spelling of
 :func:`~cuda_magic.compile.cpptypes.canonical_type` (re-exported here).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ... import elements
 from ...compile.cpptypes import canonical_type
 
 __all__ = ["Param", "Scalar", "SCALARS", "canonical_type"]
@@ -23,25 +24,9 @@ class Scalar:
     size: int
 
 
-# Canonical C spelling -> how it is packed (LP64: long is 8 bytes).
-SCALARS: dict[str, Scalar] = {
-    "bool": Scalar("?", "bool", 1),
-    "char": Scalar("b", "int8", 1),
-    "signed char": Scalar("b", "int8", 1),
-    "unsigned char": Scalar("B", "uint8", 1),
-    "short": Scalar("h", "int16", 2),
-    "unsigned short": Scalar("H", "uint16", 2),
-    "int": Scalar("i", "int32", 4),
-    "unsigned int": Scalar("I", "uint32", 4),
-    "long": Scalar("q", "int64", 8),
-    "unsigned long": Scalar("Q", "uint64", 8),
-    "long long": Scalar("q", "int64", 8),
-    "unsigned long long": Scalar("Q", "uint64", 8),
-    "float": Scalar("f", "float32", 4),
-    "double": Scalar("d", "float64", 8),
-    "__half": Scalar("e", "float16", 2),
-    "__nv_bfloat16": Scalar("H", "bfloat16", 2),  # packed from float by round-to-nearest-even
-}
+# Canonical C spelling -> how it is packed (LP64: long is 8 bytes): a view of the element rows
+SCALARS: dict[str, Scalar] = {t: Scalar(*row) for t, row in elements.scalars().items()}
+
 
 @dataclass(frozen=True)
 class Param:

@@ -24,10 +24,11 @@ import tempfile
 import threading
 
 from ... import settings, tools as _tools
+from ...arrays import library
 from . import reports
 from ..driver import NoGPUError
 from ..helper import specdir
-from ..helper.encoding import EncodingError, encode, host_copy, library
+from ..helper.encoding import EncodingError, encode, host_copy
 from ..helper.program import Entry, Program
 from ..helper.transport import child_env
 from ...errors import (ArgumentError, ProfilerPermissionError, ToolNotFoundError, ToolRunError,

@@ -7,7 +7,7 @@ its kernels' symbols and parameters), the launches to replay in order, the array
 timing.  A helper process (``python3 -m cuda_magic.runtime.sweep``) pinned to one GPU with
 ``CUDA_VISIBLE_DEVICES`` loads the bytes, replays the launches once on its own copies of the
 arrays (the outputs come back to be checked, or are checked there against the reference:
-:mod:`cuda_magic.correctness.judges`), then times each launch with the same code as ``k.bench``.
+:mod:`cuda_magic.correctness.reference`), then times each launch with the same code as ``k.bench``.
 
 A kernel fault ends only its helper: the :class:`Outcome` says ``fault`` and the next job
 starts a fresh helper.  A job that runs past its time limit has its helper killed.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ... import elements
 from ..helper.program import Program
 from ...errors import SweepError
 
@@ -41,6 +42,19 @@ class Job:
     arrays: dict = field(default_factory=dict)   # this job's own arrays; the pool adds the shared ones
     bench: dict | None = None     # bench.options(...); None: replay once, time nothing
     timeout: float = 60.0         # seconds for the whole job on the GPU
+
+    def formats(self) -> dict[str, str]:
+        """The number format of each array a launch passes to a parameter whose C type names
+        one (``{"y": "bfloat16"}`` for a ``__nv_bfloat16*``; :mod:`cuda_magic.elements`): how
+        its bit patterns are read when the outputs are judged."""
+        out: dict[str, str] = {}
+        for launch in self.launches:
+            params = self.program.kernels[launch.kernel].params
+            for p, arg in zip(params, launch.args):
+                fmt = elements.format_of_cpp(p.type) if p.pointer == 1 or p.reference else None
+                if arg[0] == "array" and fmt:
+                    out.setdefault(arg[1], fmt)
+        return out
 
 
 @dataclass

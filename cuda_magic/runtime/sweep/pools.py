@@ -57,7 +57,7 @@ class Helper:
             self._shared, self._reference = token, None
 
     def refer(self, token, reference: tuple | None) -> None:
-        """Send the reference outputs (arrays, rtol, atol), once per process and sweep: later
+        """Send the reference outputs (arrays, rtol, atol, formats), once per process and sweep: later
         jobs are checked there and send back a verdict, not their outputs."""
         if reference is not None and token != self._reference:
             transport.send(self.proc.stdin.fileno(), (REFERENCE, reference))
@@ -214,9 +214,10 @@ class LocalPool:
         self.reference = None
         return self
 
-    def set_reference(self, arrays: Mapping[str, Any], rtol, atol) -> None:
-        """The outputs every later job is compared with, in its helper."""
-        self.reference = (dict(arrays), rtol, atol)
+    def set_reference(self, arrays: Mapping[str, Any], rtol, atol, formats=None) -> None:
+        """The outputs every later job is compared with, in its helper (``formats``: the
+        number format of each array of bit patterns, by name)."""
+        self.reference = (dict(arrays), rtol, atol, dict(formats or {}))
 
     def describe(self) -> str:
         return f"{len(self.helpers)} GPU{'s' * (len(self.helpers) != 1)} of this host"
@@ -369,9 +370,9 @@ class DaskPool:
         self._futures.append(future)
         return future
 
-    def set_reference(self, arrays: Mapping[str, Any], rtol, atol) -> None:
+    def set_reference(self, arrays: Mapping[str, Any], rtol, atol, formats=None) -> None:
         """The outputs later tasks are compared with on their worker (sent to every worker)."""
-        self.client.run(_dask_reference, self._token, (dict(arrays), rtol, atol))
+        self.client.run(_dask_reference, self._token, (dict(arrays), rtol, atol, dict(formats or {})))
 
     def wait(self, pending, timeout: float):
         try:

@@ -6,8 +6,8 @@ from the notebook is one of
 
 - ``("arrays", {name: array})``: the arrays every later job of a sweep shares, put on the GPU
   once (this also forgets the reference);
-- ``("reference", (arrays, rtol, atol))``: the outputs later jobs are judged against here
-  (:func:`~cuda_magic.correctness.judges.references`), so only the verdict goes back;
+- ``("reference", (arrays, rtol, atol, formats))``: the outputs later jobs are judged against here
+  (:func:`~cuda_magic.correctness.reference.references`), so only the verdict goes back;
 - a :class:`~.jobs.Job`, answered with its :class:`~.jobs.Outcome`.
 
 It exits after a fault (CUDA is over for this process) or at the end of its input.  It also
@@ -24,7 +24,7 @@ import threading
 
 from .. import driver
 from ..helper import transport
-from ...correctness.judges import references
+from ...correctness.reference import references
 from .jobs import Outcome
 from ..device_array import DeviceArray
 from .replay import label, run_job

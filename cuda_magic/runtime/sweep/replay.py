@@ -13,7 +13,7 @@ from .. import driver
 from ..device_array import DeviceArray
 from ..helper.encoding import decode
 from ..launch.kernel import Kernel
-from ...correctness.judges import check as judge
+from ...correctness.reference import first_difference
 from .jobs import Job, Outcome
 
 __all__ = ["run_job", "label"]
@@ -63,7 +63,7 @@ def run_job(job: Job, gpu: str = "", shared: Mapping[str, DeviceArray] | None = 
     seconds = time.perf_counter() - started
     if reference is not None and set(job.outputs) <= set(reference):
         return Outcome(job.index, "ok", timings=tuple(timings), gpu=gpu, seconds=seconds,
-                       checked=True, wrong=judge(outputs, reference))
+                       checked=True, wrong=first_difference(outputs, reference))
     return Outcome(job.index, "ok", outputs=outputs, timings=tuple(timings), gpu=gpu,
                    seconds=seconds)
 

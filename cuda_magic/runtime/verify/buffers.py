@@ -1,6 +1,6 @@
-"""The arrays ``k.verify`` works with (:mod:`.verifying`): each kind's host copy and fresh copies
-(NumPy, CuPy, PyTorch, torch's bfloat16/fp8/fp4 held as their bit patterns), an array's number
-format, the inputs generated for it and the sentinel an output starts as, device memory
+"""The arrays ``k.verify`` works with (:mod:`.verifying`): host copies and what a reference gets
+(through :mod:`cuda_magic.arrays`: torch's bfloat16/fp8/fp4 held as their bit patterns), an
+array's number format, the inputs generated for it and the sentinel an output starts as, device memory
 handed to a kernel one element in, and the tile of an output one block of the launch covers."""
 
 from __future__ import annotations
@@ -10,123 +10,46 @@ import math
 
 import numpy as np
 
+from ... import arrays, elements
 from ...correctness.formats import FORMAT_TYPES
 from .. import driver
 
-__all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "bits_equal", "for_reference",
-           "generate", "host_copy", "kind_of", "like", "offset_view", "sentinel", "shape_of",
-           "size_of", "to_numpy", "torch_name", "torch_tensor", "block_tile"]
+__all__ = ["TORCH_CODES", "Array", "DeviceView", "array_format", "for_reference", "generate",
+           "own_copy", "offset_view", "sentinel", "to_numpy", "block_tile"]
 
-# torch dtypes held on the host as their bit patterns (NumPy has no such dtype)
-TORCH_CODES = {"bfloat16": ("bfloat16", "int16", np.uint16),
-               "float8_e4m3fn": ("e4m3", "uint8", np.uint8),
-               "float8_e5m2": ("e5m2", "uint8", np.uint8),
-               "float4_e2m1fn_x2": ("e2m1x2", "uint8", np.uint8)}
+# torch dtypes held on the host as their bit patterns (NumPy has no such dtype): torch name ->
+# (format, the torch int dtype viewed, the NumPy container); a view of :mod:`cuda_magic.elements`
+TORCH_CODES = {t: (fmt, view, getattr(np, bits)) for t, (fmt, view, bits)
+               in elements.torch_codes().items()}
 
 
-# --- arrays of each kind -----------------------------------------------------------------------
+# --- arrays of each kind (cuda_magic.arrays) ------------------------------------------------------
 
-def kind_of(a) -> str | None:
-    """"numpy", "cupy", "torch", "device" (any ``__cuda_array_interface__``), or None."""
-    mod = type(a).__module__.split(".")[0]
-    name = type(a).__name__
-    if mod == "numpy" and name == "ndarray":
-        return "numpy"
-    if mod == "cupy" and hasattr(a, "get"):
-        return "cupy"
-    if mod == "torch" and hasattr(a, "data_ptr"):
-        return "torch"
-    if hasattr(a, "__cuda_array_interface__"):
-        return "device"
-    return None
-
-
-def torch_name(dtype) -> str:
-    """``torch.bfloat16`` -> ``"bfloat16"``."""
-    return str(dtype).rsplit(".", 1)[-1]
-
-
-def host_copy(a, kind: str) -> np.ndarray:
-    """A host NumPy copy of ``a`` (bit patterns for torch's bfloat16/fp8/fp4)."""
-    if kind == "numpy":
-        return np.array(a, copy=True)
-    if kind == "cupy":
-        return a.get()
-    t = a.detach()
-    codes = TORCH_CODES.get(torch_name(t.dtype))
-    if codes is not None:
-        import torch
-        return t.view(getattr(torch, codes[1])).cpu().numpy().view(codes[2])
-    return t.cpu().numpy().copy()
-
-
-def like(host: np.ndarray, a, kind: str):
-    """``host`` as a fresh array of ``a``'s kind (on ``a``'s device)."""
-    if kind == "numpy":
-        return np.array(host, dtype=a.dtype, copy=True)
-    if kind == "cupy":
-        import cupy
-        return cupy.asarray(np.ascontiguousarray(host))
-    return torch_tensor(host, a, a.device)
-
-
-def torch_tensor(host: np.ndarray, a, device):
-    import torch
-    codes = TORCH_CODES.get(torch_name(a.dtype))
-    if codes is not None:
-        return torch.from_numpy(np.ascontiguousarray(host).view(codes[1]).copy()).to(device).view(a.dtype)
-    return torch.from_numpy(np.ascontiguousarray(host).copy()).to(device)
+def own_copy(a) -> np.ndarray:
+    """A host NumPy copy of ``a`` that k.verify owns (never ``a`` itself; bit patterns for
+    torch's bfloat16/fp8/fp4: :func:`cuda_magic.arrays.host`)."""
+    h = arrays.host(a)
+    return h.copy() if h is a else h
 
 
 def for_reference(host: np.ndarray, a, kind: str):
     """What a reference callable gets for ``a``: a NumPy copy (NumPy and CuPy arguments), or a
     CPU tensor of the same dtype (PyTorch)."""
     if kind == "torch":
-        return torch_tensor(host, a, "cpu")
+        return arrays.like(host, a, "cpu")
     return np.array(host, copy=True)
 
 
 def to_numpy(x) -> tuple[np.ndarray, str | None]:
     """A reference's or an output's result on the host: (array, format of its bit patterns when
     it came as torch bfloat16/fp8)."""
-    kind = kind_of(x)
+    kind = arrays.library(x)
     if kind in ("numpy", "cupy"):
-        return (x if kind == "numpy" else x.get()), None
+        return arrays.host(x), None
     if kind == "torch":
-        codes = TORCH_CODES.get(torch_name(x.dtype))
-        return host_copy(x, "torch"), codes[0] if codes else None
+        codes = TORCH_CODES.get(arrays.torch_name(x.dtype))
+        return arrays.host(x), codes[0] if codes else None
     return np.asarray(x), None
-
-
-def size_of(x) -> int:
-    """The number of elements of a NumPy/CuPy array or a tensor."""
-    n = getattr(x, "size", None)
-    if callable(n):            # torch: size() is the shape
-        return int(x.numel())
-    return int(n) if n is not None else int(np.asarray(x).size)
-
-
-def shape_of(x) -> tuple:
-    return tuple(int(n) for n in x.shape)
-
-
-def bits_equal(a, b) -> bool:
-    """Whether two outputs of one kind hold the same bits."""
-    if shape_of(a) != shape_of(b):
-        return False
-    kind = kind_of(a)
-    if kind == "cupy":
-        import cupy
-        u = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
-        return bool(cupy.array_equal(a.view(u), b.view(u))) if u is not None else bool((a == b).all())
-    if kind == "torch":
-        import torch
-        if a.dtype == torch.bool:
-            return bool(torch.equal(a, b))
-        ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-        return bool(torch.equal(a.view(ints[a.element_size()]), b.view(ints[b.element_size()])))
-    ha, hb = to_numpy(a)[0], to_numpy(b)[0]
-    return ha.tobytes() == hb.tobytes()
 
 
 # --- one array argument ------------------------------------------------------------------------
@@ -157,7 +80,7 @@ def array_format(p, host: np.ndarray, a, kind: str) -> tuple[str | None, bool]:
     """(the number format of parameter ``p``'s array, whether ``host`` holds its bit patterns in
     an unsigned container); format None: integers, compared exactly."""
     if kind == "torch":
-        name = torch_name(a.dtype)
+        name = arrays.torch_name(a.dtype)
         if name in TORCH_CODES:
             return TORCH_CODES[name][0], True
         return (name if name in ("float16", "float32", "float64") else None), False
@@ -228,7 +151,7 @@ def offset_view(arr: Array, host: np.ndarray):
     flat = host.reshape(-1)
     if arr.kind == "numpy":
         return DeviceView(flat, 1)
-    dev = like(flat, arr.arg, arr.kind)
+    dev = arrays.like(flat, arr.arg)
     return dev[1:]
 
 

@@ -22,8 +22,9 @@ from ...correctness.formats import FORMAT_TYPES
 from ...errors import ArgumentError, CudaError, VerifyError, quote
 from .. import driver
 from ..hang import waiting
-from .buffers import (Array, DeviceView, array_format, bits_equal, block_tile, for_reference, generate,
-                      host_copy, kind_of, like, offset_view, sentinel, shape_of, size_of, to_numpy)
+from ...arrays import bits_equal, library, like, shape as shape_of, size as size_of
+from .buffers import (Array, DeviceView, array_format, block_tile, for_reference, generate,
+                      own_copy, offset_view, sentinel, to_numpy)
 
 __all__ = ["verify_kernel", "FORMAT_TYPES", "MODES", "block_tile", "count_param"]
 
@@ -68,8 +69,8 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
     if not isinstance(offset, (bool, np.bool_)):
         raise VerifyError(f"offset={quote(offset, 40)}: True (launch once more with the inputs "
                           f"one element past an aligned address) or False")
-    from ...correctness.check import check_tile
-    from ...correctness.rules import check_params
+    from ...correctness.verifier import check_tile
+    from ...correctness.tolerances import check_params
     check_params(ulp, rtol, atol, reduction)
     tile = ({n: check_tile(t) for n, t in tile.items()} if isinstance(tile, dict)
             else check_tile(tile))
@@ -80,15 +81,15 @@ def verify_kernel(kernel, grid, block, args, *, reference, outputs=None, inputs=
 
     arrays: dict[str, Array] = {}
     for i, (p, a) in enumerate(zip(params, args)):
-        kind = kind_of(a)
+        kind = library(a)
         if kind is None or not (p.pointer or p.reference):
             continue
-        if kind == "device":
+        if kind == "cai":
             if p.name in names:
                 raise VerifyError(f"outputs: '{p.name}' is a {type(a).__name__}; k.verify reads "
                                   f"outputs as NumPy, CuPy or PyTorch arrays")
             continue        # another kind of device array: an input, passed as it is
-        host = host_copy(a, kind)
+        host = own_copy(a)
         fmt, codes = array_format(p, host, a, kind)
         arrays[p.name] = Array(i, p.name, p, a, kind, host, fmt, codes)
     ins = [n for n in arrays if n not in names or n in inplace]
@@ -175,7 +176,7 @@ def _outputs(kernel, args, outputs) -> list[str]:
     by_name = {p.name: (p, a) for p, a in zip(params, args)}
     if outputs is None:
         names = [p.name for p, a in zip(params, args)
-                 if (p.pointer > 0 or p.reference) and not p.const and kind_of(a) is not None]
+                 if (p.pointer > 0 or p.reference) and not p.const and library(a) is not None]
         if not names:
             raise VerifyError(f"{kernel.name} has no non-const pointer parameter given an array: "
                               f"name what it writes with outputs=[...]")
@@ -191,7 +192,7 @@ def _outputs(kernel, args, outputs) -> list[str]:
         if not (p.pointer or p.reference):
             raise VerifyError(f"outputs: '{name}' ({p}) is passed by value; an output is a pointer "
                               f"parameter")
-        if kind_of(a) is None:
+        if library(a) is None:
             raise VerifyError(f"outputs: '{name}' was given {type(a).__name__}, not an array")
     if len(set(names)) != len(names):
         raise VerifyError(f"outputs={quote(names, 60)}: a name twice")
@@ -251,7 +252,7 @@ class _Runs:
 def _launch_args(args, arrays: dict, hosts: dict | None = None) -> list:
     out = list(args)
     for name, arr in arrays.items():
-        out[arr.index] = like((hosts or {}).get(name, arr.host), arr.arg, arr.kind)
+        out[arr.index] = like((hosts or {}).get(name, arr.host), arr.arg)
     return out
 
 
@@ -355,7 +356,7 @@ def _reference_outputs(result, names, passed, shapes, what, packed=()) -> dict:
     out = {}
     for n in names:
         v = got[n]
-        if kind_of(v) is None:
+        if library(v) is None:
             v = np.asarray(v)
         shape = shapes[n]
         if n in packed and size_of(v) == 2 * math.prod(shape):     # fp4 values, two per byte
@@ -393,7 +394,7 @@ class _Checker:
         from ...correctness import verify
         arr = self.arrays[name]
         if initial is None:
-            initial = arr.host if host else like(arr.host, arr.arg, arr.kind)
+            initial = arr.host if host else like(arr.host, arr.arg)
         shape = shape_of(out)
         ins = {}
         for i in self.ins:        # what a copy would be of: the inputs (in-place ones as they began)

@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cuda_magic.correctness import check as check_module
-from cuda_magic.correctness.check import verify
+from cuda_magic.correctness import verifier as verifier_module
+from cuda_magic.correctness.verifier import verify
 from cuda_magic.correctness.formats import to_bits
 from cuda_magic.errors import VerifyError
 
@@ -342,7 +342,7 @@ def test_the_extra_memory_is_of_the_chunk_not_the_output():
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert v and peak <= v.peak_bytes < n * 8          # less than one float64 copy
-        assert v.peak_bytes >= chunk * check_module._BYTES_PER_ELEMENT
+        assert v.peak_bytes >= chunk * verifier_module._BYTES_PER_ELEMENT
 
 
 # ---------------------------------------------------------------------- other array kinds

@@ -1,7 +1,8 @@
-"""``verify(out, ref)``: is a kernel's output right?  One concept: one pass over each output
-(chunk by chunk) that measures it against its reference and its rule, and the verdict with its
-category, trap and tile map.  The sweeps' and comparisons' judges built on it are in
-:mod:`.judges`.
+"""``verify(out, ref)``: is a kernel's output right?
+
+One concept: one pass over each output (chunk by chunk) that measures it against its reference
+and its rule, and the verdict with its category, trap and tile map; the tally's parts share
+that pass's state.  The sweeps' and comparisons' judges built on it are in :mod:`.reference`.
 
 NumPy only; CuPy when the arrays are on the device (CuPy arrays, torch CUDA tensors).
 """
@@ -17,7 +18,7 @@ import numpy as np
 from ..errors import DtypeError, VerifyError, quote
 from .formats import Format, _cupy, _int_distance, _origin, format_of, wide_distance
 from .operands import Operand, array_arg, dtype_text
-from .rules import check_params, floor_allowance, make_rule, off_by_2x
+from .tolerances import check_params, floor_allowance, make_rule, off_by_2x
 from .verdict import OutputCheck, Verdict
 
 __all__ = ["verify", "check_tile", "CHUNK", "MAX_TILE"]
@@ -48,7 +49,7 @@ def verify(out, ref, dtype=None, *, ulp=None, rtol=None, atol=None, reduction=No
     fractionally.  Integer outputs are compared exactly.
 
     The rule: ``ulp=N`` per element; ``reduction=K`` (N ULPs of max|ref| x sqrt(K));
-    ``rtol=``/``atol=``; nothing: the format's default.  See :mod:`.rules` for the table.
+    ``rtol=``/``atol=``; nothing: the format's default.  See :mod:`.tolerances` for the table.
 
     Trivial outputs fail even when the tolerance passes them: all zeros, unchanged from
     ``initial`` (the contents before the launch), one value everywhere, or a copy of one of

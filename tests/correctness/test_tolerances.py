@@ -8,10 +8,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cuda_magic.correctness import rules
-from cuda_magic.correctness.check import verify
+from cuda_magic.correctness import tolerances
+from cuda_magic.correctness.verifier import verify
 from cuda_magic.correctness.formats import FORMATS, from_bits, to_bits
-from cuda_magic.correctness.rules import DEFAULT_ULP, WIDER_ULP, check_params, default_ulp, make_rule
+from cuda_magic.correctness.tolerances import DEFAULT_ULP, WIDER_ULP, check_params, default_ulp, make_rule
 from cuda_magic.errors import VerifyError
 
 F32 = FORMATS["float32"]
@@ -165,7 +165,7 @@ def test_rules_that_cannot_be_made(kw, message):
 
 
 def test_the_table_in_the_help_is_the_defaults():
-    doc = rules.__doc__
+    doc = tolerances.__doc__
     rows = re.findall(r"^  (\w[\w ,()]*?)\s{2,}(\S+)\s{2,}(.+?)\s*$", doc.split("D (wider ref)")[1], re.M)
     seen = set()
     for names, same, wider in rows:

@@ -5,9 +5,9 @@ wrong in its small elements fails, and the verdict says how many elements only t
 import numpy as np
 import pytest
 
-from cuda_magic.correctness.check import verify
+from cuda_magic.correctness.verifier import verify
 from cuda_magic.correctness.formats import to_bits
-from cuda_magic.correctness.rules import floor_allowance
+from cuda_magic.correctness.tolerances import floor_allowance
 from cuda_magic.display.verdict import html, text
 
 

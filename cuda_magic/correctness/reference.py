@@ -1,7 +1,9 @@
-"""The sweeps' and the comparisons' judges, on :func:`~cuda_magic.correctness.check.verify`:
+"""Outputs against a reference, on :func:`~cuda_magic.correctness.verifier.verify`:
 :class:`Reference` (one expected array a sweep judges many candidates against, in the helper
-processes too), :func:`check` (the first output that fails), and :func:`array_diffs` (one array
-across ``%%cuda_compare``'s variants: differences, flushes, ULPs in the array's format).
+processes too, read in the format its parameter names), :func:`first_difference` (why a
+candidate's outputs are not the references), and :func:`array_diffs` (one array across
+``%%cuda_compare``'s variants against the baseline: differences, flushes, ULPs in the array's
+format).  The sweep's bookkeeping of candidates is :mod:`cuda_magic.variants.judge`.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import DtypeError
-from .check import verify
+from .verifier import verify
 from .formats import FORMATS, codes, format_of, ulp_distance
 
-__all__ = ["Reference", "differs", "references", "check", "subnormal", "ArrayDiff", "array_diffs",
+__all__ = ["Reference", "differs", "references", "holds_codes", "first_difference", "subnormal", "ArrayDiff", "array_diffs",
            "float_dtype"]
 
 
@@ -43,13 +45,13 @@ class Reference:
 
     def __init__(self, name: str, ref, rtol: float | None = None, atol: float | None = None,
                  dtype=None, ulp: float | None = None):
-        self.name, self.ref = name, np.ascontiguousarray(ref)
+        self.name, self.ref = name, _unsigned(np.ascontiguousarray(ref), dtype)
         self.rtol, self.atol, self.dtype, self.ulp = rtol, atol, dtype, ulp
 
     def why(self, out) -> str | None:
         """Why ``out`` is not the reference (None when it matches): the failing verdict's
         category and reason (``wrong: y: 12 of 1024 elements outside the rule (...)``)."""
-        out = np.asarray(out)
+        out = _unsigned(np.asarray(out), self.dtype)
         ref = self.ref
         if out.shape == ref.shape and out.dtype == ref.dtype and \
                 np.array_equal(out, ref, equal_nan=ref.dtype.kind in "fc"):
@@ -59,17 +61,41 @@ class Reference:
         return None if verdict else f"{verdict.category}: {verdict.reason}"
 
 
+def _unsigned(a: np.ndarray, dtype) -> np.ndarray:
+    """Bit patterns held in signed ints (a bfloat16 tensor's ``int16`` view) as the unsigned
+    ints ``verify`` reads as codes, when ``dtype`` names their format."""
+    if isinstance(dtype, str) and a.dtype.kind == "i":
+        return a.view(f"u{a.dtype.itemsize}")
+    return a
+
+
 def differs(name: str, out, ref, rtol: float | None, atol: float | None) -> str | None:
     """Why ``out`` is not ``ref`` (None when it matches); see :class:`Reference`."""
     return Reference(name, ref, rtol, atol).why(out)
 
 
-def references(arrays: Mapping[str, Any], rtol=None, atol=None) -> dict:
-    """``{name: Reference}`` for the expected arrays (:class:`Reference`)."""
-    return {name: Reference(name, a, rtol, atol) for name, a in arrays.items()}
+def references(arrays: Mapping[str, Any], rtol=None, atol=None,
+               formats: Mapping[str, str] | None = None) -> dict:
+    """``{name: Reference}`` for the expected arrays (:class:`Reference`).  ``formats``: the
+    number format of an array by name (``"bfloat16"``: what its parameter's C type says), used
+    where the array holds bit patterns (ints of the format's width: a bfloat16 tensor sent as
+    ``int16``), so ``rtol``/``atol`` judge the numbers and not the bits."""
+    formats = formats or {}
+    return {name: Reference(name, a, rtol, atol, holds_codes(a, formats.get(name)))
+            for name, a in arrays.items()}
 
 
-def check(outputs: Mapping[str, Any], refs: Mapping[str, Reference]) -> str | None:
+def holds_codes(a, fmt: str | None) -> str | None:
+    """``fmt`` when ``a`` holds its bit patterns (integers of its width), else None (``a``'s
+    own dtype says how to read it)."""
+    if not fmt:
+        return None
+    dt = np.asarray(a).dtype
+    width = 1 if fmt == "e2m1x2" else np.dtype(FORMATS[fmt].container).itemsize
+    return fmt if dt.kind in "iu" and dt.itemsize == width else None
+
+
+def first_difference(outputs: Mapping[str, Any], refs: Mapping[str, Reference]) -> str | None:
     """Why ``outputs`` are not the references (the first difference), or None.
 
     A reference whose name is not among ``outputs`` is skipped, not counted as a mismatch:

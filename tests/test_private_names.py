@@ -22,9 +22,8 @@ What is shared is made public in its home instead.
 from __future__ import annotations
 
 import ast
-import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1] / "cuda_magic"
+from test_import_cycles import _modules, _target as _absolute  # the one module walk and import resolver
 
 
 def _private(name: str) -> bool:
@@ -36,22 +35,6 @@ def package(module: str) -> str:
     ``cuda_magic.runtime``; ``cuda_magic`` -> ``cuda_magic``)."""
     parts = module.split(".")
     return ".".join(parts[:2])
-
-
-def _modules() -> dict[str, pathlib.Path]:
-    out = {}
-    for p in ROOT.rglob("*.py"):
-        name = ".".join(p.relative_to(ROOT.parent).with_suffix("").parts)
-        out[name[:-9] if name.endswith(".__init__") else name] = p
-    return out
-
-
-def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
-    if not node.level:
-        return node.module or ""
-    parts = (module if is_package else module.rsplit(".", 1)[0]).split(".")
-    base = ".".join(parts[:len(parts) - node.level + 1])
-    return base + ("." + node.module if node.module else "")
 
 
 def _first_private(dotted: str) -> str | None:

@@ -221,6 +221,9 @@ class TimingDriver(_CountingDriver):
     def cuDeviceGetPCIBusId(self, n, dev):
         return (CUresult(0), b"0000:00:00.0")
 
+    def cuDeviceTotalMem(self, dev):
+        return (CUresult(0), 141 << 30)
+
     def cuEventCreate(self, flags):
         return (CUresult(0), self._handle())
 

@@ -19,7 +19,7 @@ __all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "Too
            "NoKernelError", "KernelKeyError", "InstanceError", "BinaryFormatError", "OccupancyError",
            "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
            "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "VerifyError", "SweepError",
-           "TuneError", "TuneRunError", "RunError", "ExportError", "KernelHangError"]
+           "TuneError", "TuneRunError", "RunError", "ExportError", "KernelHangError", "RemoteError"]
 
 
 class Error(Exception):
@@ -470,6 +470,11 @@ class VerifyError(Error, ValueError):
 class ExportError(Error, ValueError):
     """An export that cannot be made as asked: a format, option, parameter or path it cannot
     take (the message names which), or a kernel whose parameters a torch op cannot carry."""
+
+
+class RemoteError(Error, ConnectionError):
+    """The Dask cluster that runs launches cannot be reached, or a worker went away during a
+    call (the message names the address); nothing was written into the caller's arrays."""
 
 
 class SweepError(Error, RuntimeError):

@@ -21,6 +21,7 @@ these.  This is the one module that reads ``CUDA_MAGIC_*`` variables (a test che
 from __future__ import annotations
 
 import os
+import re
 import sys
 import types
 import warnings
@@ -119,6 +120,15 @@ def _directory(value, where: str) -> str | None:
         raise ConfigError(f"{where}: a directory path (or None), not {value!r}") from None
 
 
+def _address(value, where: str) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"(\w+://)?[\w.\-\[\]:]+:\d+", value.strip()):
+        raise ConfigError(f"{where}: a Dask scheduler address such as tcp://gpu-box:8786 (or "
+                          f"None), not {value!r}")
+    return value.strip()
+
+
 def _plan(value, where: str) -> str:
     if value not in ("auto", "bindings"):
         raise ConfigError(f"{where}: 'auto' or 'bindings', not {value!r}")
@@ -150,6 +160,10 @@ TABLE: dict[str, Setting] = {s.name: s for s in (
             "and a launch that returned at once (CuPy, PyTorch, streams) is reported by the "
             "watchdog (None, 0 or 'none': no limit; Ctrl-C works either way).  Setter: "
             "set_launch_timeout; %config CudaMagics.launch_timeout."),
+    Setting("remote", "CUDA_MAGIC_REMOTE", None, _address, doc=
+            "Run launches on a GPU of the Dask cluster at this scheduler address "
+            "(tcp://host:8786; None or '': here).  Applied by the next %%cuda cell, or at once "
+            "by %cuda_config --remote; cuda_magic.remote() takes a Client too (docs/remote.md)."),
     Setting("pch", "CUDA_MAGIC_PCH", True, _switch, doc=
             "Use NVRTC precompiled headers for cells that start with heavy #includes "
             "(0, off, false or no: never)."),

@@ -7,7 +7,8 @@ import re
 import threading
 from typing import Callable
 
-__all__ = ["detect_arch", "detect_arch_soon", "arch_for", "pick_arch", "gpu_archs"]
+__all__ = ["detect_arch", "detect_arch_soon", "local_arch", "set_target_gpu", "arch_for", "pick_arch",
+           "gpu_archs"]
 
 
 def arch_for(major: int, minor: int) -> str:
@@ -15,9 +16,26 @@ def arch_for(major: int, minor: int) -> str:
     return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
 
 
-@functools.cache
+_TARGET: dict = {"gpu": None}     # what detect_arch() asks instead of GPU 0 (set_target_gpu)
+
+
+def set_target_gpu(arch_of: Callable[[], str | None] | None) -> None:
+    """Make ``arch_of()`` what :func:`detect_arch` answers: the arch of the GPU launches go to
+    when it is not this machine's (``cuda_magic.remote()`` sets it, asking the remote GPU once);
+    None: this machine's GPU 0 again.  The compile layer only holds the function."""
+    _TARGET["gpu"] = arch_of
+
+
 def detect_arch() -> str | None:
-    """The arch of GPU 0, e.g. ``"sm_90a"``, or ``None`` without a driver or GPU."""
+    """The arch of the GPU launches go to, e.g. ``"sm_90a"``: this machine's GPU 0, or under
+    ``cuda_magic.remote()`` the remote GPU's; ``None`` without one."""
+    arch_of = _TARGET["gpu"]
+    return arch_of() if arch_of is not None else local_arch()
+
+
+@functools.cache
+def local_arch() -> str | None:
+    """The arch of this machine's GPU 0, e.g. ``"sm_90a"``, or ``None`` without a driver or GPU."""
     try:
         from cuda.bindings import driver
         (err,) = driver.cuInit(0)
@@ -34,6 +52,9 @@ def detect_arch() -> str | None:
         return arch_for(int(major), int(minor))
     except Exception:  # no libcuda (cuda.bindings raises a RuntimeError subclass), no wheel
         return None
+
+
+detect_arch.cache_clear = local_arch.cache_clear     # type: ignore[attr-defined]
 
 
 def detect_arch_soon() -> Callable[[], str | None]:

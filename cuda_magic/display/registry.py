@@ -72,6 +72,8 @@ VIEWS: tuple[View, ...] = (
          "a Timing"),
     View("cuda_magic.runtime.measure.history", "History", "cuda_magic.display.timing:HistoryView", "text/html",
          "a History"),
+    View("cuda_magic.runtime.remote.across", "Across", "cuda_magic.display.remote:AcrossView",
+         "text/html", "an on= Across"),
     View("cuda_magic.runtime.nsight.ncu_report", "Profile", "cuda_magic.display.reports:ProfileView", "text/html",
          "a Profile"),
     View("cuda_magic.runtime.nsight.sanitizer_report", "Check", "cuda_magic.display.reports:CheckView", "text/html",

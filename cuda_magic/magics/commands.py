@@ -19,6 +19,7 @@ from traitlets import Bool, Dict, Float, TraitError, Unicode, default, observe, 
 
 from .. import cell as _cell
 from .. import settings
+from ..runtime.driver import remote as _state_remote
 from ..compile.arch import detect_arch_soon
 from ..compile.compiler import set_cache_dir
 from ..compile.header_store import define_header, header_users, note_users
@@ -169,14 +170,22 @@ class CudaMagics(Magics):
         args = _args.parse(self.cuda, line)
         _namespace.check_name(self.shell, args.name)
         self._replace_views(args.name)
+        far = None
+        if not args.compile_only and (settings.remote or _state_remote()):
+            from ..runtime.remote import current
+            far = current()               # CUDA_MAGIC_REMOTE: connected by the first cell
         gpu = None if args.compile_only else detect_arch_soon()     # overlaps the compile
         with compiling(self.shell, args.quiet):
             module = _cell.build(cell, _args.layer(args), session=self.defaults,
                                  preset=args.preset or self.preset,
                                  instantiate=args.instantiate or (), force=args.force,
-                                 load=False if args.compile_only else lambda: gpu() is not None)
+                                 load=False if args.compile_only or far is not None
+                                 else lambda: gpu() is not None)
         if args.compile_only:
             module.not_loaded = "--compile-only (compiled and shown; no kernels bound or loaded)"
+        elif far is not None:
+            module.not_loaded = (f"launches run on the remote GPU {far.gpu().label} "
+                                 f"(cuda_magic.remote); it loads the binary on the first launch")
         _namespace.bind(self.shell, module, args.name, kernels=not args.compile_only)
         if args.name:
             _frontend.named(module, args.name)
@@ -426,6 +435,9 @@ class CudaMagics(Magics):
               help="register a preset from a JSON config")
     @argument("--override", action="store_true",
               help="let --register-preset replace a preset you registered before")
+    @argument("--remote", metavar="ADDRESS",
+              help="run launches on a GPU of the Dask cluster at ADDRESS (tcp://host:8786); "
+                   "'none': here again (the remote setting; docs/remote.md)")
     @no_var_expand
     @line_magic
     def cuda_config(self, line):
@@ -458,8 +470,17 @@ class CudaMagics(Magics):
             %cuda_config --register-preset mine '{"cuda": {"ptxas": []}}' --override --preset mine
             %cuda_config --json
             %cuda_config --reset
+            %cuda_config --remote tcp://gpu-box:8786    # launches run on that cluster's GPU
         """
         args = _args.parse(self.cuda_config, line)
+        if args.remote is not None:
+            from ..runtime.remote import remote
+            settings.put("remote", args.remote, by="%cuda_config --remote")
+            session = remote(settings.remote)
+            print(f"launches run on {session.gpu().label}" if session is not None else
+                  "launches run here")
+            if line.split() == ["--remote", args.remote]:
+                return
         outcome = _session.apply(
             _session.Session(self.defaults, self.preset),
             _session.Line(_args.line_options(args), unset=tuple(args.unset or ()),

@@ -18,12 +18,12 @@ from .helper.worker import isolate
 # canonical_type, driver_version: import them from here)
 __all__ = ["Kernel", "isolate", "lost", "synchronize", "set_launch_timeout", "Timing", "History", "history",
            "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools", "tma",
-           "TensorMap", "Timeline"]
+           "TensorMap", "Timeline", "remote", "remote_gpus"]
 
 # loaded when first used: the Nsight Compute and compute-sanitizer reports and runs, the sweeps,
-# the timeline
+# the timeline, remote GPUs
 _LAZY = {"Profile": "nsight.ncu_report", "Check": "nsight.sanitizer_report", "report_dir": "nsight.run",
          "close_pools": "sweep", "tma": "tensormap", "TensorMap": "tensormap",
-         "Timeline": "measure.timeline"}
+         "Timeline": "measure.timeline", "remote": "remote", "remote_gpus": "remote"}
 
 __getattr__ = lazy.loader(globals(), _LAZY)

@@ -21,7 +21,7 @@ from ..compile.arch import detect_arch
 from ..errors import CudaError, NoGPUError
 
 __all__ = ["CudaError", "NoGPUError", "api", "context", "check", "synchronize", "load",
-           "Library", "driver_version", "lost"]
+           "Library", "driver_version", "lost", "devices"]
 
 
 _LOCK = threading.RLock()
@@ -117,8 +117,14 @@ def lost() -> str | None:
     return _state["lost"]
 
 
+def remote():
+    """The ``cuda_magic.remote()`` session launches go to, or None (they run here)."""
+    return _state.get("remote")
+
+
 def elsewhere() -> bool:
-    """Whether launches go to the helper process (CUDA here is lost, or ``isolate()`` is on)."""
+    """Whether launches go to a helper process (CUDA here is lost, ``isolate()`` is on, or
+    ``remote()``: a GPU of a Dask cluster)."""
     return _state["lost"] is not None or _state["isolated"]
 
 
@@ -186,6 +192,31 @@ def driver_version() -> tuple[int, int]:
     """The CUDA version the driver supports, e.g. ``(13, 0)``."""
     v = check(api().cuDriverGetVersion(), "cuDriverGetVersion")
     return v // 1000, (v % 1000) // 10
+
+
+def devices() -> list[dict]:
+    """Every GPU this process sees, in ordinal order: ``index``, ``name``, ``arch`` (e.g.
+    ``sm_90a``), ``memory`` (bytes) and ``driver`` (the CUDA version it supports, ``"13.0"``);
+    :class:`NoGPUError` without a driver.  No context is made (what ``remote_gpus()`` asks a
+    worker)."""
+    from ..compile.arch import arch_for
+    drv = api()
+    check(drv.cuInit(0), "cuInit")
+    major, minor = driver_version()
+    attr = drv.CUdevice_attribute
+    out = []
+    for i in range(int(check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))):
+        dev = check(drv.cuDeviceGet(i), "cuDeviceGet")
+        cc = [int(check(drv.cuDeviceGetAttribute(getattr(attr, f"CU_DEVICE_ATTRIBUTE_COMPUTE_"
+                                                             f"CAPABILITY_{part}"), dev),
+                        "cuDeviceGetAttribute"))
+              for part in ("MAJOR", "MINOR")]
+        raw = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
+        name = raw.split(b"\0")[0].decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        out.append({"index": i, "name": name, "arch": arch_for(*cc),
+                    "memory": int(check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem")),
+                    "driver": f"{major}.{minor}"})
+    return out
 
 
 class Library:

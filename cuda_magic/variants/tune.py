@@ -50,6 +50,7 @@ from ..config import ConfigError, validate
 from ..errors import clip, quote
 from ..runtime.measure import bench as _bench
 from ..runtime import sweep
+from ..runtime.driver import remote as remote_session
 from .candidates import Candidate, after_build, amount, bench_job, kernel_names, points
 from .judge import Judge, reference_bits
 from .record import Runs
@@ -287,7 +288,8 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
     ``repeat``/``warmup``/``flush``/``graph``: as ``k.bench``.  ``nbytes``/``flops``: per
     candidate, numbers or expressions over the space's names (``"2*M*N*K"``), for GB/s and
     TFLOP/s.  ``gpus``: device ordinals (default: every GPU that runs the build);
-    ``client``: a ``dask.distributed.Client`` to run the bench stage on instead.
+    ``client``: a ``dask.distributed.Client`` to run the bench stage on instead (under
+    ``cuda_magic.remote()``: its client, by default).
     ``timeout``: seconds per candidate on its GPU.  ``arch``/``config``/``preset``/
     ``session``/``instantiate`` are the cell's layers, as for :func:`~cuda_magic.build`
     (``instantiate``: one spelling, ``"k<1>"``, or a list; ``run`` likewise).  NumPy numbers
@@ -352,6 +354,10 @@ def tune(source: str, space=None, run: str | Sequence[str] | None = None, *, whe
              f"--where {where}"] if where is not None else []
     want_gpu = bool(texts) and not compile_only
     pool = None
+    if want_gpu and client is None and remote_session() is not None:
+        client = remote_session().client     # remote(): the sweep shares its connection
+        notes.append(f"bench stage on the Dask cluster of cuda_magic.remote() "
+                     f"({remote_session().address})")
     if want_gpu and client is None:
         arch_now = resolved.get("arch") or detect_arch()
         chosen, gpu_notes = _gpus(gpus, arch_now) if arch_now else ([], [])

@@ -5,7 +5,10 @@ answers each on stdout, over :mod:`.helper.transport`: ``("ok", (result, printed
 (the NumPy arrays the kernel may have written, by argument index) or ``("err", (error type,
 message, printed, sticky))``, sticky when the error ended CUDA here (the notebook then ends
 this process).  It makes one Kernel per binary and kernel, over the
-:class:`~.helper.program.Program` it was sent.
+:class:`~.helper.program.Program` it was sent.  The ops: "run", "bench", "attributes",
+"occupancy", "profile" and "check" (the tools run from here, for a remote GPU), and
+"devices" (no kernel: :func:`..driver.devices`).  The same process serves ``isolate()`` in
+the notebook's host and a remote GPU on a Dask worker (:mod:`..remote.host`).
 """
 
 from __future__ import annotations
@@ -35,13 +38,17 @@ def serve(inp: int, out: int) -> None:
         printed, saved = io.StringIO(), sys.stdout
         sys.stdout = printed
         try:
+            if op == "devices":                    # no kernel: what GPUs this process sees
+                sys.stdout = saved
+                transport.send(out, ("ok", (driver.devices(), printed.getvalue(), [])))
+                continue
             k = kernels.get((program.key, name))
             if k is None:
                 entry = program.kernels[name]
                 k = kernels[(program.key, name)] = Kernel(name, entry.params, program, entry.symbol,
                                                           entry.printf)
             arrays = []
-            if op in ("run", "bench"):
+            if op in ("run", "bench", "profile", "check"):
                 encoded, sent = payload[2]
                 args = tuple(encoding.decode(a, sent) for a in encoded)
             if op == "run":
@@ -57,6 +64,10 @@ def serve(inp: int, out: int) -> None:
                 dims, shared, _, options, attrs = payload     # options: bench.options(...)
                 result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options,
                                  **(attrs.keywords() if attrs is not None else {}))
+            elif op in ("profile", "check"):          # under ncu or compute-sanitizer, here
+                from ..nsight import run as tools
+                dims, shared, _, options, attrs = payload
+                result = getattr(tools, op)(k, dims, shared, args, attrs=attrs, **options)
             elif op == "occupancy":
                 result = k.occupancy(*payload)
             else:

@@ -30,7 +30,9 @@ from . import encoding, transport
 from ..hang import waiting
 from .program import Entry, Program
 
-__all__ = ["isolate", "call", "stop", "message", "MODULE"]
+__all__ = ["isolate", "call", "stop", "message", "answer", "MODULE", "LAUNCHING"]
+
+LAUNCHING = ("run", "bench", "profile", "check")    # the ops whose payload is a launch
 
 MODULE = "cuda_magic.runtime.helper.main"
 
@@ -44,7 +46,8 @@ GRACE = 30.0        # seconds past the launch time limit before the notebook sto
 
 def isolate(on: bool = True) -> None:
     """Launch every kernel in a helper process (``on=False``: in this process again, unless lost)."""
-    driver._state["isolated"] = bool(on)
+    driver._state["isolate_asked"] = bool(on)
+    driver._state["isolated"] = bool(on) or driver._state.get("remote") is not None
     if not on:
         stop()
 
@@ -78,24 +81,25 @@ def _start() -> subprocess.Popen:
     return proc
 
 
-def message(kernel, op: str, *payload) -> tuple:
+def message(kernel, op: str, *payload, where: str = "in a helper process (after a fault, or "
+                                                    "isolate())") -> tuple:
     """What goes to the helper for ``op`` on ``kernel``: ``(op, program, name, payload)``, the
     launch arguments of "run" and "bench" as ``(encoded, arrays)``; an ArgumentError for an
     argument that cannot cross (device memory, a tensor map).  "run" is ``(dims, shared, args,
     attrs)``, "bench" ``(dims, shared, args, options, attrs)``: ``attrs`` the launch's
     :class:`~..launch.attributes.Attributes` or None, checked again in the helper against its
     GPU."""
-    if op in ("run", "bench"):
+    if op in LAUNCHING:
         args = payload[2]
         for p, a in zip(kernel.params, args):
             if encoding.is_tensor_map(a):
-                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
-                                    f"helper process (after a fault, or isolate()), and a tensor "
-                                    f"map describes device memory of this process")
+                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run "
+                                    f"{where}, and a tensor map describes device memory of this "
+                                    f"process")
             if library(a) in ("cupy", "torch", "cai"):
-                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run in a "
-                                    f"helper process (after a fault, or isolate()), which takes "
-                                    f"NumPy arrays and numbers, not {type(a).__name__}")
+                raise ArgumentError(f"{kernel.name}(): parameter '{p.name}': kernels now run "
+                                    f"{where}, which takes NumPy arrays and numbers, not "
+                                    f"{type(a).__name__} (it lives on this machine's GPU)")
         arrays: dict = {}
 
         def array(a):
@@ -132,20 +136,44 @@ def _ended(launch, interrupted: bool) -> KernelHangError:
 
 
 def call(kernel, op: str, *payload):
-    """Run ``op`` ("run", "bench", "attributes", "occupancy") for ``kernel`` in the helper
-    process."""
-    args = payload[2] if op in ("run", "bench") else ()
+    """Run ``op`` ("run", "bench", "profile", "check", "attributes", "occupancy") for
+    ``kernel`` in the helper process, or on the remote GPU under ``cuda_magic.remote()``."""
+    target = driver._state.get("remote")
+    if target is not None:
+        return target.call(kernel, op, *payload)
     sent = message(kernel, op, *payload)
     with _lock:
         proc = _start()
         try:
             transport.send(proc.stdin.fileno(), sent)
-            _wait(proc, kernel, payload[0] if op in ("run", "bench") else ())
-            status, value = transport.recv(proc.stdout.fileno())
+            _wait(proc, kernel, dims_of(op, payload))
+            reply = transport.recv(proc.stdout.fileno())
         except (EOFError, OSError) as exc:
             stop()
             raise CudaError(f"the helper process that launches kernels died ({exc!r}); the next "
                             f"launch starts a new one", "HELPER_DIED") from None
+
+    def hung(hung_for):               # the helper's kernel still runs: read where, then end it
+        return _ended(waiting.Launch(kernel, tuple(dims_of(op, payload)),
+                                     time.monotonic() - hung_for, proc.pid), interrupted=False)
+    return answer(reply, args_of(op, payload), hung, ended=stop,
+                  where="in the helper process, which ended; the next launch starts a new one")
+
+
+def dims_of(op: str, payload: tuple) -> tuple:
+    return payload[0] if op in LAUNCHING else ()
+
+
+def args_of(op: str, payload: tuple) -> tuple:
+    return payload[2] if op in LAUNCHING else ()
+
+
+def answer(reply: tuple, args, hung, ended, where: str):
+    """The result of a helper's ``reply``: what it printed is printed here, the arrays it wrote
+    are copied into ``args`` (only from a complete answer: an error writes nothing), an error
+    is raised as its own class with ``where`` said (``hung(seconds)``: the KernelHangError of
+    a hang; ``ended()``: after an error that ended the helper's CUDA)."""
+    status, value = reply
     if status == "ok":
         result, out, arrays = value
         if out:
@@ -157,11 +185,9 @@ def call(kernel, op: str, *payload):
     name, message_, out, sticky, hung_for = value
     if out:
         sys.stdout.write(out)
-    if name == "KernelHangError":       # the helper's kernel still runs: read where, then end it
-        dims = payload[0] if op in ("run", "bench") else ()
-        raise _ended(waiting.Launch(kernel, tuple(dims), time.monotonic() - hung_for, proc.pid),
-                     interrupted=False)
+    if name == "KernelHangError":
+        raise hung(hung_for or 0.0)
     if sticky:
-        stop()
-        message_ += " [in the helper process, which ended; the next launch starts a new one]"
+        ended()
+        message_ += f" [{where}]"
     raise _ERRORS.get(name, RuntimeError)(message_)

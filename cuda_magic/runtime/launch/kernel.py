@@ -332,7 +332,7 @@ class Kernel:
     def bench(self, grid, block, *args, repeat: int = 100, warmup: int | None = None,
               flush: bool = True, graph: bool | int = False, nbytes: float | None = None,
               flops: float | None = None, dtype: str = "float32", shared_mem: int = 0,
-              stream=None, cluster=None, cooperative: bool = False, pdl: bool = False) -> Timing:
+              stream=None, cluster=None, cooperative: bool = False, pdl: bool = False, on=None):
         """Time the kernel like a benchmark harness; returns a :class:`Timing`.
 
         Warmup launches first (``warmup=None``: about 25 ms of them), then ``repeat`` timed
@@ -348,9 +348,17 @@ class Kernel:
         NumPy arguments are copied to the GPU once, before timing, and not copied back.
         Written like a launch, ``k.bench[grid, block](*args, repeat=...)`` is the same call
         (``k.bench[grid, block, shared_mem, stream]`` too).  ``cluster``, ``cooperative``,
-        ``pdl``: the launch attributes of :meth:`launch`, on every timed launch.  See
-        docs/measure.md.
+        ``pdl``: the launch attributes of :meth:`launch`, on every timed launch.  ``on``:
+        under ``cuda_magic.remote()``, "all" or a list of the cluster's GPUs: the same bench on
+        each, side by side; returns an :class:`~cuda_magic.runtime.remote.Across` table (GPU,
+        median, CI, % of peak).  See docs/measure.md and docs/remote.md.
         """
+        if on is not None:
+            from ..remote import across
+            return across(self, "bench", on, grid, block, *args, repeat=repeat, warmup=warmup,
+                          flush=flush, graph=graph, nbytes=nbytes, flops=flops, dtype=dtype,
+                          shared_mem=shared_mem, stream=stream, cluster=cluster,
+                          cooperative=cooperative, pdl=pdl)
         opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
                               nbytes=nbytes, flops=flops, dtype=dtype)
         dims, shared_mem, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
@@ -377,6 +385,10 @@ class Kernel:
         from ..nsight import run as tools
         dims, shared, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
             self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
+        if driver.remote() is not None:           # ncu runs on the worker, beside its GPU
+            self.require_arch()
+            return worker.call(self, "profile", dims, shared, args, dict(
+                metrics=metrics, set=set, clock_control=clock_control), attrs)
         return tools.profile(self, dims, shared, args, metrics=metrics, set=set,
                              clock_control=clock_control, attrs=attrs)
 
@@ -393,13 +405,17 @@ class Kernel:
         from ..nsight import run as tools
         dims, shared, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
             self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
+        if driver.remote() is not None:           # compute-sanitizer runs on the worker
+            self.require_arch()
+            return worker.call(self, "check", dims, shared, args, dict(
+                tool=tool, print_limit=print_limit, options=options), attrs)
         return tools.check(self, dims, shared, args, tool=tool, print_limit=print_limit,
                            options=options, attrs=attrs)
 
     @launch_form
     def verify(self, grid, block, *args, reference, outputs=None, inputs="random", runs: int = 2,
                shared_mem: int = 0, ulp=None, rtol=None, atol=None, reduction=None, tile=None,
-               seed: int = 0, inplace=(), offset: bool = True):
+               seed: int = 0, inplace=(), offset: bool = True, on=None):
         """Launch the kernel on fresh inputs and check what it writes against ``reference``;
         returns a :class:`~cuda_magic.correctness.Verdict` (``bool(v)``: all outputs pass; its
         view: per output the ULP errors, the worst element, the mismatch map).
@@ -442,14 +458,26 @@ class Kernel:
         output), by default the block's extent along the output's axes (x = last axis; a
         (32, 8) block looping over a 32 x 32 tile gives (32, 32)).  NumPy, CuPy and PyTorch
         arguments (CuPy/PyTorch outputs are judged on the device); in the helper process
-        (``isolate()``, after a fault) NumPy arguments.  See docs/verify.md.
+        (``isolate()``, after a fault, ``remote()``) NumPy arguments.  ``on``: under
+        ``cuda_magic.remote()``, "all" or a list of the cluster's GPUs: the same check on each;
+        an :class:`~cuda_magic.runtime.remote.Across` table of Verdicts.  See docs/verify.md.
         """
+        if on is not None:
+            from ..remote import across
+            return across(self, "verify", on, grid, block, *args, reference=reference,
+                          outputs=outputs, inputs=inputs, runs=runs, shared_mem=shared_mem,
+                          ulp=ulp, rtol=rtol, atol=atol, reduction=reduction, tile=tile,
+                          seed=seed, inplace=inplace, offset=offset)
         from ..verify import verifying
-        return verifying.verify_kernel(self, checked_dims(grid, "grid"), checked_dims(block, "block"),
+        far = driver.remote()
+        verdict = verifying.verify_kernel(self, checked_dims(grid, "grid"), checked_dims(block, "block"),
                                        args, reference=reference, outputs=outputs, inputs=inputs,
                                        runs=runs, shared_mem=checked_shared(shared_mem), ulp=ulp,
                                        rtol=rtol, atol=atol, reduction=reduction, tile=tile,
                                        seed=seed, inplace=inplace, offset=offset)
+        if far is not None:
+            verdict.where = far.gpu().label      # which remote GPU ran the launches
+        return verdict
 
     def __repr__(self) -> str:
         sig = ", ".join(str(p) for p in self.params)

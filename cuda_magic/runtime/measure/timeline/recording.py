@@ -115,6 +115,10 @@ def _here(name: str) -> None:
         raise CudaError(f"{name}.timeline: CUDA in this process ended with a fault "
                         f"({driver.lost()}); a timeline records in this process: restart the "
                         f"Python kernel", "CUDA_ERROR_LAUNCH_FAILED")
+    if driver.remote() is not None:
+        raise ArgumentError(f"{name}.timeline records on this process's GPU, and launches go to "
+                            f"a remote GPU (cuda_magic.remote()): a timeline does not run there "
+                            f"yet; remote(None) first, on a machine with a GPU")
     if driver.elsewhere():
         raise ArgumentError(f"{name}.timeline records in this process, and cuda_magic.isolate() "
                             f"is on: isolate(False) first")

@@ -115,6 +115,7 @@ class Verdict:
     spread: dict | None = field(default=None, compare=False)
     peak_bytes: int = 0
     where: str = "host"
+    ran_on: str = ""          # the remote GPU whose launches it judged (cuda_magic.remote); "": here
 
     @property
     def passed(self) -> bool:

@@ -67,8 +67,8 @@ def notes(t) -> list[tuple[str, str]]:
     """(level, text) lines under the headline; level "warn" or ""."""
     out = [("", f"IQR {_range(t.q1_ms, t.q3_ms)}, mean {duration(t.mean_ms)}, "
                 f"max {duration(t.max_ms)}")]
-    if getattr(t, "where", ""):
-        out.append(("", f"ran on {t.where} (cuda_magic.remote)"))
+    if t.ran_on:
+        out.append(("", f"ran on {t.ran_on} (cuda_magic.remote)"))
     if t.n < 6:
         out.append(("warn", f"fewer than 6 samples: the interval is the min–max range and covers "
                             f"the median with only {t.ci_coverage:.0%} probability"))

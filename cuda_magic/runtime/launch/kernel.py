@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import sys
 from typing import Sequence
@@ -475,8 +477,8 @@ class Kernel:
                                        runs=runs, shared_mem=checked_shared(shared_mem), ulp=ulp,
                                        rtol=rtol, atol=atol, reduction=reduction, tile=tile,
                                        seed=seed, inplace=inplace, offset=offset)
-        if far is not None:
-            verdict.where = far.gpu().label      # which remote GPU ran the launches
+        if far is not None:                       # which remote GPU ran the launches
+            verdict = dataclasses.replace(verdict, ran_on=far.gpu().label)
         return verdict
 
     def __repr__(self) -> str:

@@ -383,7 +383,7 @@ class Timing:
     source_hash: str = ""
     launch_hash: str = ""
     l2: str = ""                             # how the L2 stood (l2_state); "": from flush, graph
-    where: str = ""                          # the remote GPU that ran it (remote()); "": here
+    ran_on: str = ""                         # the remote GPU that ran it (remote()); "": here
 
     def __post_init__(self):
         self.samples_ms = tuple(float(x) for x in self.samples_ms)

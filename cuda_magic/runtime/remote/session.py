@@ -116,7 +116,8 @@ class Remote:
             future = self._call(lambda: self.client.submit(
                 _host.Host, self.token, actor=True, workers=[worker_address],
                 allow_other_workers=False, pure=False), worker_address)
-            actor = self.hosts[worker_address] = self._result(future, worker_address)
+            with self.client.as_current():    # the actor binds to this client, default or not
+                actor = self.hosts[worker_address] = self._result(future, worker_address)
         return actor
 
     # -- a call ---------------------------------------------------------------------------
@@ -149,7 +150,7 @@ class Remote:
                                      f"new one")
         if result is not None and hasattr(result, "__dict__"):
             try:
-                result.where = gpu.label      # the Timing, the report: which GPU ran it
+                result.ran_on = gpu.label     # the Timing, the report: which GPU ran it
             except AttributeError:
                 pass
         return result
@@ -263,7 +264,7 @@ def connect(target, security=None) -> Remote:
                             f"such as 'tcp://gpu-box:8786', or None")
     try:
         client = distributed.Client(target, security=security, timeout=CONNECT_TIMEOUT_S,
-                                    set_as_default=False)
+                                    set_as_default=False, direct_to_workers=True)
     except Exception as exc:
         raise RemoteError(f"no Dask scheduler answered at {target}: {type(exc).__name__}: "
                           f"{clip(str(exc), 300)}") from None

@@ -135,7 +135,8 @@ def _run(kernel, grid3, block3, shared_mem, launched) -> None:
     """One launch of the kernel, waited for (polled: Ctrl-C works, a hang is KernelHangError)
     before its outputs are read."""
     kernel[grid3, block3, shared_mem](*launched)
-    waiting.stream(0, waiting.Launch.of(kernel, grid3 + block3), f"running {kernel.name}")
+    if not driver.elsewhere():          # a helper's launch (remote too) has ended when it returns
+        waiting.stream(0, waiting.Launch.of(kernel, grid3 + block3), f"running {kernel.name}")
 
 
 def _check_runs(runs) -> int:

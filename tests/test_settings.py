@@ -170,7 +170,7 @@ def test_defaults():
     assert {n: settings.TABLE[n].default_value() for n in settings.TABLE
             if n not in ("cache_dir", "cache_limit", "pch_dir")} == {
         "compile_timeout": None, "launch_timeout": 60.0, "pch": True, "pch_limit": 2 << 30, "stale_tmp_seconds": 300,
-        "static_sass": False, "plan_launch": "auto"}
+        "static_sass": False, "plan_launch": "auto", "remote": None}
     assert settings.TABLE["cache_limit"].default == 256 * 2**20
     assert settings.TABLE["cache_dir"].default is None
 

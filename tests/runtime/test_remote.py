@@ -1,5 +1,5 @@
 """Remote GPUs on the CPU: a ``distributed.LocalCluster`` with process workers on this machine,
-whose helper processes launch on the stub driver (tests/data/remote_site/sitecustomize.py:
+whose helper processes launch on the stub driver (benchmarks/remote_site/sitecustomize.py:
 ``scale`` computes y = a * x; a = -1 faults, -2 hangs, -3 runs for 30 s).
 
 Arguments go in and outputs come back in place; the binary crosses once per worker; a fault,
@@ -31,7 +31,7 @@ from cuda_magic.runtime.remote import Across, session as remote_session
 distributed = pytest.importorskip("distributed")
 
 HERE = pathlib.Path(__file__).resolve().parents[1]
-SITE = HERE / "data" / "remote_site"
+SITE = HERE.parent / "benchmarks" / "remote_site"
 BENCHMARKS = HERE.parent / "benchmarks"
 
 
@@ -228,3 +228,70 @@ def test_a_worker_killed_mid_call_is_an_error_naming_it(cluster, module):
         assert y.tolist() == (2 * x).tolist()
     finally:
         cuda_magic.remote(None)
+
+
+# ---- the GPU machine: a notebook that sees no GPU, a worker that has one ----------------------
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.gpu
+def test_a_gpu_less_notebook_compiles_for_and_runs_on_a_remote_gpu(tmp_path):
+    """``dask scheduler`` + ``dask worker`` with the GPU, and a notebook process with
+    ``CUDA_VISIBLE_DEVICES=""`` (tests/runtime/remote_notebook.py): a %%cuda cell with no
+    --arch compiles for the worker's GPU and runs there; bench, verify, ncu and
+    compute-sanitizer run there; a faulting and a hanging kernel leave the notebook working."""
+    import json
+    import subprocess
+    import sys
+    if cuda_magic.detect_arch() is None:
+        pytest.skip("no NVIDIA GPU/driver here")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE.parent), env.get("PYTHONPATH")) if p)
+    logs = [open(tmp_path / f"{n}.log", "w") for n in ("scheduler", "worker")]
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port",
+                               str(port), "--dashboard-address", ":0"], env=env,
+                              stdout=logs[0], stderr=subprocess.STDOUT)]
+    try:
+        time.sleep(3)
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                       address, "--nworkers", "1", "--nthreads", "1",
+                                       "--dashboard-address", ":0"], env=env,
+                                      stdout=logs[1], stderr=subprocess.STDOUT))
+        with distributed.Client(address, timeout=60, set_as_default=False) as c:
+            c.wait_for_workers(1, timeout=60)
+        notebook = dict(env, CUDA_VISIBLE_DEVICES="")
+        run = subprocess.run([sys.executable, str(HERE / "runtime" / "remote_notebook.py"),
+                              address], env=notebook, capture_output=True, text=True, timeout=400)
+        line = next((ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        assert line is not None, run.stdout[-3000:] + run.stderr[-3000:]
+        out = json.loads(line[len("RESULT "):])
+        print(json.dumps(out, indent=1))
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for f in logs:
+            f.close()
+    gpu = cuda_magic.detect_arch()
+    assert out["local_arch"] is None                      # the notebook saw no GPU
+    assert out["arch"] == gpu and out["gpus"][0][1] == gpu
+    assert out["launch_ok"] and out["after_fault_ok"] and out["after_hang_ok"]
+    assert "GPU 0 of worker tcp://" in out["bench"]["ran_on"] and out["bench"]["median_us"] > 0
+    assert "scale.bench on 1 GPU(s)" in out["on_all"] and "% of GB/s peak" in out["on_all"]
+    assert out["verify"]["passed"] and "GPU 0 of worker" in out["verify"]["ran_on"]
+    assert out["profile"].get("duration_us", 0) > 0, out["profile"]
+    assert out["check"].get("findings", 0) >= 1, out["check"]
+    assert out["fault"].startswith("CudaError") and "GPU 0 of worker tcp://" in out["fault"]
+    assert out["fault_untouched"]
+    assert out["hang"].startswith("KernelHangError") and "GPU 0 of worker" in out["hang"]
+    assert out["hang_s"] < 120

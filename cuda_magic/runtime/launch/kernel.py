@@ -40,6 +40,15 @@ _ATTRIBUTES = {
 }
 
 
+def _remote_for(on):
+    """The ``cuda_magic.remote()`` session an ``on=`` call runs on; an error without one."""
+    far = driver.remote()
+    if far is None:
+        raise ArgumentError(f"on={on!r}: runs on the GPUs of a Dask cluster: "
+                            f"cuda_magic.remote('tcp://host:8786') first")
+    return far
+
+
 class Kernel:
     """A compiled kernel, launchable on arrays.
 
@@ -356,8 +365,7 @@ class Kernel:
         median, CI, % of peak).  See docs/measure.md and docs/remote.md.
         """
         if on is not None:
-            from ..remote import across
-            return across(self, "bench", on, grid, block, *args, repeat=repeat, warmup=warmup,
+            return _remote_for(on).across(self, "bench", on, grid, block, *args, repeat=repeat, warmup=warmup,
                           flush=flush, graph=graph, nbytes=nbytes, flops=flops, dtype=dtype,
                           shared_mem=shared_mem, stream=stream, cluster=cluster,
                           cooperative=cooperative, pdl=pdl)
@@ -465,8 +473,7 @@ class Kernel:
         an :class:`~cuda_magic.runtime.remote.Across` table of Verdicts.  See docs/verify.md.
         """
         if on is not None:
-            from ..remote import across
-            return across(self, "verify", on, grid, block, *args, reference=reference,
+            return _remote_for(on).across(self, "verify", on, grid, block, *args, reference=reference,
                           outputs=outputs, inputs=inputs, runs=runs, shared_mem=shared_mem,
                           ulp=ulp, rtol=rtol, atol=atol, reduction=reduction, tile=tile,
                           seed=seed, inplace=inplace, offset=offset)

@@ -9,7 +9,7 @@
 See docs/remote.md.
 """
 
-from .across import Across, across
+from .across import Across
 from .session import GPU, Remote, current, remote, remote_gpus
 
-__all__ = ["remote", "remote_gpus", "current", "Remote", "GPU", "Across", "across"]
+__all__ = ["remote", "remote_gpus", "current", "Remote", "GPU", "Across"]

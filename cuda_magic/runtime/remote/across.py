@@ -12,8 +12,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ...errors import ArgumentError, Error, RemoteError, quote
-from .session import GPU, current
+from ...errors import ArgumentError, Error, quote
 
 __all__ = ["Across", "across", "chosen"]
 
@@ -27,10 +26,10 @@ class Across:
     method: str
     rows: list
 
-    def results(self) -> list[tuple[GPU, object]]:
+    def results(self) -> list[tuple]:
         return [(g, r) for g, r in self.rows if not isinstance(r, BaseException)]
 
-    def errors(self) -> list[tuple[GPU, BaseException]]:
+    def errors(self) -> list[tuple]:
         return [(g, r) for g, r in self.rows if isinstance(r, BaseException)]
 
     def __getitem__(self, i):
@@ -43,13 +42,10 @@ class Across:
         return all(not isinstance(r, BaseException) and bool(r) for _, r in self.rows)
 
 
-def chosen(on) -> list[GPU]:
-    """The GPUs ``on`` names: ``"all"``, or a list (or one) of worker addresses, GPU names or
-    ``"worker#index"``; an ArgumentError naming what matched nothing."""
-    session = current()
-    if session is None:
-        raise RemoteError(f"on={quote(on, 80)}: runs on the GPUs of a Dask cluster: "
-                          f"cuda_magic.remote('tcp://host:8786') first")
+def chosen(session, on) -> list:
+    """The GPUs of ``session`` (a :class:`~.session.Remote`) that ``on`` names: ``"all"``, or a
+    list (or one) of worker addresses, GPU names or ``"worker#index"``; an ArgumentError naming
+    what matched nothing."""
     gpus = session.gpus()
     if on == "all":
         return gpus
@@ -57,7 +53,7 @@ def chosen(on) -> list[GPU]:
     if not names or not all(isinstance(n, str) for n in names):
         raise ArgumentError(f"on={quote(on, 80)}: 'all', or a list of worker addresses, GPU "
                             f"names or 'worker#index'")
-    out: list[GPU] = []
+    out: list = []
     for n in names:
         hit = [g for g in gpus if n in (g.worker, f"{g.worker}#{g.index}", g.name)]
         if not hit:
@@ -67,12 +63,12 @@ def chosen(on) -> list[GPU]:
     return out
 
 
-def across(kernel, method: str, on, *args, **kwargs) -> Across:
-    """``getattr(kernel, method)(*args, **kwargs)`` on each GPU ``on`` names, side by side."""
-    gpus = chosen(on)
-    session = current()
+def across(session, kernel, method: str, on, *args, **kwargs) -> Across:
+    """``getattr(kernel, method)(*args, **kwargs)`` on each GPU of ``session`` that ``on``
+    names, side by side."""
+    gpus = chosen(session, on)
 
-    def one(gpu: GPU):
+    def one(gpu):
         with session.using(gpu):
             try:
                 return getattr(kernel, method)(*args, **kwargs)

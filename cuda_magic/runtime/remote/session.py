@@ -31,6 +31,7 @@ from ...errors import ArgumentError, CudaError, KernelHangError, RemoteError, cl
 from .. import driver
 from ..helper import worker
 from . import host as _host
+from .across import across as _across
 
 __all__ = ["GPU", "Remote", "remote", "current", "remote_gpus", "CONNECT_TIMEOUT_S"]
 
@@ -119,6 +120,11 @@ class Remote:
             with self.client.as_current():    # the actor binds to this client, default or not
                 actor = self.hosts[worker_address] = self._result(future, worker_address)
         return actor
+
+    def across(self, kernel, method: str, on, *args, **kwargs):
+        """``kernel.method(*args, **kwargs)`` on each GPU ``on`` names (``k.bench(...,
+        on="all")``): an :class:`~.across.Across` table."""
+        return _across(self, kernel, method, on, *args, **kwargs)
 
     # -- a call ---------------------------------------------------------------------------
     def call(self, kernel, op: str, *payload):

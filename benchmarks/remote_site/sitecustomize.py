@@ -1,5 +1,6 @@
 """The stub driver in every Python process started with this directory on PYTHONPATH: the Dask
-workers and the helper processes of tests/runtime/test_remote.py (a machine with no GPU).
+workers and the helper processes of tests/runtime/test_remote.py and of
+``benchmarks/bench_remote.py --fake-driver`` (a machine with no GPU).
 
 Kernels run as benchmarks/fake_driver.py's ``scale`` (y = a * x on host memory), except for
 values of ``a`` that stand for what a kernel can do wrong: -1 faults (an illegal address),

@@ -15,6 +15,7 @@ instead (:mod:`.specdir`, the documented ``python3 -m cuda_magic.runtime.nsight.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import select
@@ -29,35 +30,37 @@ from ...errors import StreamEnded
 __all__ = ["FRAME", "StreamEnded", "send", "recv", "read", "spawn", "serving", "child_env"]
 
 FRAME = struct.Struct("<Q")
+PIPE_BYTES = 1 << 20        # a helper's pipes (Linux F_SETPIPE_SZ; the default is 64 KiB)
+_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
 def send(fd: int, obj) -> None:
     """Write ``obj`` as one frame."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(FRAME.pack(len(data)) + data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+    for view in (memoryview(FRAME.pack(len(data))), memoryview(data)):   # no joined copy
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
 
 
-def read(fd: int, n: int, deadline: float | None, what: str = "a frame") -> bytes:
+def read(fd: int, n: int, deadline: float | None, what: str = "a frame") -> bytearray:
     """Exactly ``n`` bytes (as many reads as it takes); ``TimeoutError`` past ``deadline``
     (``time.monotonic()``), ``EOFError`` at the end of the stream before the first byte,
     :class:`StreamEnded` after it."""
-    chunks, left = [], n
+    buf = bytearray(n)              # read in place: no chunks joined afterwards
+    view, left = memoryview(buf), n
     while left:
         if deadline is not None:
             wait_s = deadline - time.monotonic()
             if wait_s <= 0 or not select.select([fd], [], [], wait_s)[0]:
                 raise TimeoutError
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
+        got = os.readv(fd, [view[n - left:]])
+        if not got:
             if left == n:
                 raise EOFError
             raise StreamEnded(f"the stream ended inside {what}: {n - left} of {n} bytes came")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        left -= got
+    return buf
 
 
 def recv(fd: int, deadline: float | None = None):
@@ -89,8 +92,14 @@ def child_env(tool_child: bool = True, **extra: str) -> dict:
 def spawn(module: str, env: dict, stderr=None) -> subprocess.Popen:
     """``python3 -m module`` with pipes on stdin and stdout (``stderr``: where its stderr goes;
     None: this process's)."""
-    return subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, env=env)
+    for pipe in (proc.stdin, proc.stdout):     # 1 MiB pipes: big arrays cross in fewer turns
+        try:
+            fcntl.fcntl(pipe.fileno(), _SETPIPE_SZ, PIPE_BYTES)
+        except OSError:                        # not Linux, or over /proc/sys/fs/pipe-max-size
+            pass
+    return proc
 
 
 def serving() -> tuple[int, int]:

@@ -26,6 +26,19 @@ extern "C" __global__ void spin(volatile int* flag) {
 '''
 
 
+MARKED = r'''
+#include <cuda_magic/timeline.h>
+extern "C" __global__ void two_phase(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    CM_RANGE_BEGIN("load");
+    float v = i < n ? x[i] : 0.0f;
+    CM_RANGE_END("load");
+    if (i < n) y[i] = v * 2.0f;
+    CM_MARK("stored");
+}
+'''
+
+
 def main(address: str) -> int:
     from IPython.core.interactiveshell import InteractiveShell
     import cuda_magic
@@ -64,6 +77,14 @@ def main(address: str) -> int:
                         "text": str(c)[:400]}
     except Exception as exc:
         out["check"] = {"error": f"{type(exc).__name__}: {exc}"[:600]}
+    ip.run_cell_magic("cuda", "--name marked", MARKED)
+    xs, ys = np.arange(4096, dtype=np.float32), np.zeros(4096, np.float32)
+    try:
+        tl = ip.user_ns["marked"].two_phase.timeline(16, 256, xs, ys, 4096)
+        out["timeline"] = {"events": len(tl.events), "names": sorted({e.name for e in tl.events}),
+                           "written": bool(np.array_equal(ys, 2 * xs))}
+    except Exception as exc:
+        out["timeline"] = {"error": f"{type(exc).__name__}: {exc}"[:600]}
     yy = np.full(64, 7, np.float32)
     try:
         m.oob[1, 32](yy, 64)

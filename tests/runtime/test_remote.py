@@ -153,6 +153,22 @@ def test_a_build_the_remote_gpu_cannot_load_is_refused_before_sending(far):
     assert far.sent_bytes == before
 
 
+def test_an_arch_list_runs_the_build_that_fits_the_remote_gpu(cluster):
+    m = build(fd.SCALE, line_config(arch="sm_80,sm_90a"))     # no GPU here: bound to sm_80
+    assert m.scale.result.arch == "sm_80"
+    _, client = cluster
+    far = cuda_magic.remote(client)
+    try:
+        x, y = _xy()
+        m.scale[1, 64](x, y, 2.0, 64)
+        assert y.tolist() == (2 * x).tolist()
+        sm90 = m.kernel_for("scale", "sm_90a").result.key
+        assert sm90 in far.host(far.gpu().worker).held().result()
+        assert m.scale.result.key not in far.host(far.gpu().worker).held().result()
+    finally:
+        cuda_magic.remote(None)
+
+
 def test_with_no_arch_a_compile_targets_the_remote_gpu(far):
     assert detect_arch() == "sm_90a"
     r = cuda_magic.compile_source(fd.SCALE, {"cuda": {}})
@@ -295,3 +311,5 @@ def test_a_gpu_less_notebook_compiles_for_and_runs_on_a_remote_gpu(tmp_path):
     assert out["fault_untouched"]
     assert out["hang"].startswith("KernelHangError") and "GPU 0 of worker" in out["hang"]
     assert out["hang_s"] < 120
+    assert out["timeline"].get("events", 0) >= 16 * 8 * 2, out["timeline"]
+    assert out["timeline"]["written"] and "load" in out["timeline"]["names"]

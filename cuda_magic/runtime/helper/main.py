@@ -6,7 +6,8 @@ answers each on stdout, over :mod:`.helper.transport`: ``("ok", (result, printed
 message, printed, sticky))``, sticky when the error ended CUDA here (the notebook then ends
 this process).  It makes one Kernel per binary and kernel, over the
 :class:`~.helper.program.Program` it was sent.  The ops: "run", "bench", "attributes",
-"occupancy", "profile" and "check" (the tools run from here, for a remote GPU), and
+"occupancy", "profile" and "check" (the tools run from here, for a remote GPU),
+"timeline" (:func:`..measure.timeline.recording.record`), and
 "devices" (no kernel: :func:`..driver.devices`).  The same process serves ``isolate()`` in
 the notebook's host and a remote GPU on a Dask worker (:mod:`..remote.host`).
 """
@@ -27,7 +28,6 @@ __all__ = ["serve", "main"]
 
 def serve(inp: int, out: int) -> None:
     """Answer messages from ``inp`` on ``out`` until the input ends."""
-    import numpy as np
     kernels: dict = {}
     while True:
         try:
@@ -48,7 +48,7 @@ def serve(inp: int, out: int) -> None:
                 k = kernels[(program.key, name)] = Kernel(name, entry.params, program, entry.symbol,
                                                           entry.printf)
             arrays = []
-            if op in ("run", "bench", "profile", "check"):
+            if op in ("run", "bench", "profile", "check", "timeline"):
                 encoded, sent = payload[2]
                 args = tuple(encoding.decode(a, sent) for a in encoded)
             if op == "run":
@@ -57,13 +57,18 @@ def serve(inp: int, out: int) -> None:
                     k.launch_raw(dims, shared, 0, args)
                 else:                                  # checked again here, on this GPU
                     k.launch(dims[:3], dims[3:], args, shared, **attrs.keywords())
-                arrays = [(i, a) for i, (p, a) in enumerate(zip(k.params, args))
-                          if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
+                arrays = _written(k, args)
                 result = None
             elif op == "bench":
                 dims, shared, _, options, attrs = payload     # options: bench.options(...)
                 result = k.bench(dims[:3], dims[3:], *args, shared_mem=shared, **options,
                                  **(attrs.keywords() if attrs is not None else {}))
+            elif op == "timeline":                    # the instrumented build, recorded here
+                from ..measure.timeline import recording
+                dims, shared, _, options, attrs = payload
+                result = recording.record(k, program, dims, shared, attrs, args,
+                                          options["capacity"], options["given"])
+                arrays = _written(k, args)
             elif op in ("profile", "check"):          # under ncu or compute-sanitizer, here
                 from ..nsight import run as tools
                 dims, shared, _, options, attrs = payload
@@ -80,6 +85,13 @@ def serve(inp: int, out: int) -> None:
             transport.send(out, ("err", (type(exc).__name__, str(exc), printed.getvalue(),
                                          driver.lost() is not None or hang,
                                          getattr(exc, "seconds", 0.0) if hang else None)))
+
+
+def _written(k, args) -> list:
+    """The NumPy arrays a launch may have written, by argument index (sent back)."""
+    import numpy as np
+    return [(i, a) for i, (p, a) in enumerate(zip(k.params, args))
+            if isinstance(a, np.ndarray) and (p.pointer or p.reference) and not p.const]
 
 
 def main() -> int:

@@ -32,7 +32,7 @@ from .program import Entry, Program
 
 __all__ = ["isolate", "call", "stop", "message", "answer", "MODULE", "LAUNCHING"]
 
-LAUNCHING = ("run", "bench", "profile", "check")    # the ops whose payload is a launch
+LAUNCHING = ("run", "bench", "profile", "check", "timeline")   # ops whose payload is a launch
 
 MODULE = "cuda_magic.runtime.helper.main"
 

@@ -29,7 +29,7 @@ from ...launch.params import Param
 from .build import instrumented, names_in
 from .events import SLOT_BYTES, Timeline, decode
 
-__all__ = ["timeline", "CAPACITY", "BUDGET", "MAX_CAPACITY", "STATE", "PROBE", "VERSION",
+__all__ = ["timeline", "record", "CAPACITY", "BUDGET", "MAX_CAPACITY", "STATE", "PROBE", "VERSION",
            "fit", "resolution", "state_address", "set_state", "tick_of", "sm_count"]
 
 CAPACITY = 256             # events per warp by default
@@ -97,16 +97,33 @@ def timeline(kernel, grid, block, *args, capacity: int | None = None, shared_mem
         name, cluster=cluster, cooperative=cooperative, pdl=pdl))
     warps = dims[0] * dims[1] * dims[2] * ((dims[3] * dims[4] * dims[5] + 31) // 32)
     slots_per_warp, note = fit(wanted, warps, name)
+    if driver.remote() is not None:     # recorded on the remote GPU, decoded here
+        from ...helper import worker
+        counts, slots, tick, probe_notes, sms = worker.call(
+            ik, "timeline", dims, shared, tuple(args),
+            {"capacity": slots_per_warp, "given": wanted is not None}, attrs)
+    else:
+        counts, slots, tick, probe_notes, sms = record(ik, built, dims, shared, attrs,
+                                                       tuple(args), slots_per_warp,
+                                                       wanted is not None)
+    return decode(slots, counts, kernel=name, grid=dims[:3], block=dims[3:],
+                  capacity=slots_per_warp, names=names_in(built), argv=built.argv,
+                  resolution_ns=tick, sm_count=sms, notes=[n for n in (note,) if n]
+                  + list(probe_notes))
+
+
+def record(ik, built, dims, shared, attrs, args, capacity: int, given: bool) -> tuple:
+    """The GPU's part of a timeline, in the process that launches (this one, or the remote
+    GPU's helper: ``built`` is then the Program it was sent): one launch of the instrumented
+    kernel ``ik`` recording ``capacity`` events per warp; ``(counts, slots, tick, notes,
+    sm_count)``, decoded by :func:`timeline`."""
+    warps = dims[0] * dims[1] * dims[2] * ((dims[3] * dims[4] * dims[5] + 31) // 32)
     ik.load()
     lib = driver.load(built.key, built.binary, built.format, built.arch)
     with _LOCK:
-        counts, slots = _run(ik, lib, dims, shared, attrs, tuple(args), warps, slots_per_warp,
-                             wanted is not None)
+        counts, slots = _run(ik, lib, dims, shared, attrs, tuple(args), warps, capacity, given)
     tick, probe_notes = resolution(ik, built)
-    return decode(slots, counts, kernel=name, grid=dims[:3], block=dims[3:],
-                  capacity=slots_per_warp, names=names_in(built), argv=built.argv,
-                  resolution_ns=tick, sm_count=sm_count(), notes=[n for n in (note,) if n]
-                  + probe_notes)
+    return counts, slots, tick, tuple(probe_notes), sm_count()
 
 
 def _here(name: str) -> None:
@@ -116,9 +133,7 @@ def _here(name: str) -> None:
                         f"({driver.lost()}); a timeline records in this process: restart the "
                         f"Python kernel", "CUDA_ERROR_LAUNCH_FAILED")
     if driver.remote() is not None:
-        raise ArgumentError(f"{name}.timeline records on this process's GPU, and launches go to "
-                            f"a remote GPU (cuda_magic.remote()): a timeline does not run there "
-                            f"yet; remote(None) first, on a machine with a GPU")
+        return                          # recorded by the remote GPU's helper (record)
     if driver.elsewhere():
         raise ArgumentError(f"{name}.timeline records in this process, and cuda_magic.isolate() "
                             f"is on: isolate(False) first")

@@ -217,6 +217,18 @@ def test_a_scheduler_that_does_not_answer_is_named():
         settings.put("remote", "not an address")
 
 
+def test_a_cluster_with_no_gpu_is_refused_at_connect():
+    """Workers without the stub driver on this machine see no GPU: remote() says so, and
+    launches stay here."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, worker_dashboard_address=None) as c, \
+            distributed.Client(c, set_as_default=False) as client:
+        with pytest.raises(RemoteError, match=r"the Dask cluster at tcp://.* has no GPU: its 1 "
+                                              r"worker\(s\) see none"):
+            cuda_magic.remote(client)
+    assert driver.remote() is None
+
+
 def test_a_worker_killed_mid_call_is_an_error_naming_it(cluster, module):
     c, client = cluster
     far = cuda_magic.remote(client)

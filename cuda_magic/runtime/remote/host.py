@@ -74,6 +74,8 @@ class Host:
         finally:
             _end(proc)
         if status != "ok":
+            if value[0] == "NoGPUError":        # a worker with no GPU (or no driver) has none
+                return []
             raise RuntimeError(f"{value[0]}: {value[1]}")
         return value[0]
 

@@ -65,7 +65,7 @@ class Remote:
         self.held: set[tuple[str, str]] = set()  # (worker, program key) sent there
         self.sent_bytes = 0                      # binary bytes sent (bench_remote reads it)
         self._gpus: list[GPU] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()           # the GPU list and the actors: made once
         self._local = threading.local()          # .gpu: the GPU this thread's launches use
 
     def __repr__(self) -> str:
@@ -113,13 +113,18 @@ class Remote:
     def host(self, worker_address: str):
         """The Host actor on ``worker_address`` (made on first use)."""
         actor = self.hosts.get(worker_address)
-        if actor is None:
+        if actor is not None:
+            return actor
+        with self._lock:                         # on= threads: one actor per worker
+            actor = self.hosts.get(worker_address)
+            if actor is not None:
+                return actor
             future = self._call(lambda: self.client.submit(
                 _host.Host, self.token, actor=True, workers=[worker_address],
                 allow_other_workers=False, pure=False), worker_address)
             with self.client.as_current():    # the actor binds to this client, default or not
                 actor = self.hosts[worker_address] = self._result(future, worker_address)
-        return actor
+            return actor
 
     def across(self, kernel, method: str, on, *args, **kwargs):
         """``kernel.method(*args, **kwargs)`` on each GPU ``on`` names (``k.bench(...,
@@ -246,10 +251,14 @@ def remote(target=None, *, security=None):
             old.close()
         return None
     session = connect(target, security)
+    try:
+        session.gpus()                       # the cluster answers, and has a GPU
+    except BaseException:
+        session.close()
+        raise
     _state["session"] = session
     if old is not None and old is not session:
         old.close()
-    session.gpus()                           # the cluster answers, and has a GPU
     driver._state["remote"] = session
     driver._state["isolated"] = True         # the launch fast paths step aside
     set_target_gpu(lambda: session.gpu().arch)

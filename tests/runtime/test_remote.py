@@ -217,9 +217,10 @@ def test_a_scheduler_that_does_not_answer_is_named():
         settings.put("remote", "not an address")
 
 
-def test_a_cluster_with_no_gpu_is_refused_at_connect():
+def test_a_cluster_with_no_gpu_is_refused_at_connect(monkeypatch):
     """Workers without the stub driver on this machine see no GPU: remote() says so, and
     launches stay here."""
+    monkeypatch.setenv("PYTHONPATH", str(HERE.parent))      # not the stub's site directory
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None, worker_dashboard_address=None) as c, \
             distributed.Client(c, set_as_default=False) as client:

@@ -33,9 +33,9 @@ def rows(a) -> tuple[list[str], list[list[str]]]:
     out = []
     for g, r in a.rows:
         first = [f"{g.index}: {g.name}", g.worker, g.arch]
-        if isinstance(r, BaseException):
-            out.append(first + [f"{type(r).__name__}: {clip(str(r), 160)}"] +
-                       [""] * (len(head) - 4))
+        if isinstance(r, BaseException):       # the error in the last, widest column
+            out.append(first + ["failed"] + [""] * (len(head) - 5) +
+                       [f"{type(r).__name__}: {clip(str(r), 160)}"])
         elif a.method == "bench":
             out.append(first + [duration(r.median_ms), _range(*r.ci_ms), _peak(r)])
         else:

@@ -326,3 +326,21 @@ def test_a_gpu_less_notebook_compiles_for_and_runs_on_a_remote_gpu(tmp_path):
     assert out["hang_s"] < 120
     assert out["timeline"].get("events", 0) >= 16 * 8 * 2, out["timeline"]
     assert out["timeline"]["written"] and "load" in out["timeline"]["names"]
+
+
+def test_the_table_keeps_a_failed_gpu_in_its_row():
+    from cuda_magic.runtime.measure.bench import Timing
+    from cuda_magic.runtime.remote import GPU
+    g1 = GPU("tcp://10.0.0.5:40123", 0, "NVIDIA H200", "sm_90a", 141 << 30, "13.0")
+    g2 = GPU("tcp://10.0.0.6:40555", 1, "NVIDIA B200", "sm_100a", 180 << 30, "13.0")
+    t = Timing("scale", (4096, 1, 1, 256, 1, 1), tuple(0.0123 + 0.0001 * i for i in range(20)))
+    table = Across("scale", "bench", [(g1, t), (g2, CudaError("built for sm_90a", "X"))])
+    assert table.results() == [(g1, t)] and [g for g, _ in table.errors()] == [g2]
+    lines = cuda_magic.display.view(table).text().splitlines()
+    assert lines[0] == "scale.bench on 2 GPU(s)"
+    assert lines[2].split()[:6] == ["0:", "NVIDIA", "H200", "tcp://10.0.0.5:40123", "sm_90a",
+                                    "13.25"]
+    assert lines[3].split()[:6] == ["1:", "NVIDIA", "B200", "tcp://10.0.0.6:40555", "sm_100a",
+                                    "failed"]
+    assert lines[3].endswith("CudaError: built for sm_90a")
+    assert "<table" in cuda_magic.display.view(table)._repr_html_()

@@ -257,6 +257,20 @@ def run_typedef_api(m):
     assert int(count[0]) == int(np.count_nonzero(v))
 
 
+def run_enum_instances(m):
+    keys = np.array([5, 1, 7, 3], np.float32)
+    m["bitonic_step<Order::Ascending>"][1, 4](keys, 1, 2)     # j=1, k=2: pairs (0,1) up, (2,3) down
+    assert keys.tolist() == [1, 5, 7, 3], keys
+    m["bitonic_step<Order::Descending>"][1, 4](keys, 1, 2)    # the same pairs, the other way
+    assert keys.tolist() == [5, 1, 3, 7], keys
+    wide = np.zeros(300, np.int64)
+    m["fill_value<int64_t>"][2, 256](wide, np.int64(1) << 40, wide.size)
+    assert (wide == 1 << 40).all()
+    narrow = np.zeros(300, np.int32)
+    m["fill_value<int>"][2, 256](narrow, 7, narrow.size)
+    assert (narrow == 7).all()
+
+
 def run_if_variants(m):
     x = np.linspace(-10, 25, 1001, dtype=np.float32)
     y = np.zeros_like(x)
@@ -676,6 +690,17 @@ CASES: tuple[Case, ...] = (
     Case("typedef_api.cu", {"saxpy_strided": 5, "gather": 4, "count_nonzero": 3},
          {"saxpy_strided": "saxpy_strided", "gather": "gather", "count_nonzero": "count_nonzero"},
          run=run_typedef_api),
+    Case("enum_instances.cu", {"bitonic_step_Order_Ascending": 3,
+                               "bitonic_step_Order_Descending": 3, "fill_value_int": 3,
+                               "fill_value_int64_t": 3},
+         {"bitonic_step_Order_Ascending": "_Z12bitonic_stepIL5Order0EEvPfii",
+          "bitonic_step_Order_Descending": "_Z12bitonic_stepIL5Order1EEvPfii",
+          "fill_value_int": "_Z10fill_valueIiEvPT_S0_i",
+          "fill_value_int64_t": "_Z10fill_valueIlEvPT_S0_i"},
+         aliases={"bitonic_step<Order::Ascending>": "bitonic_step_Order_Ascending",
+                  "bitonic_step<Order::Descending>": "bitonic_step_Order_Descending",
+                  "fill_value<int64_t>": "fill_value_int64_t", "fill_value<int>": "fill_value_int"},
+         run=run_enum_instances),
     Case("if_variants.cu", {"softplus": 3, "scale_f32": 3, "scale_f64": 3},
          {"softplus": "softplus", "scale_f32": "scale_f32", "scale_f64": "scale_f64"},
          run=run_if_variants),

@@ -32,7 +32,7 @@ from ..compile.instances import tidy
 from ..runtime.launch.params import Param
 from .declarator import param_from_type
 from .decls import ANONYMOUS, KernelDecl, SignatureError
-from .templates import explicit_instances, instantiate
+from .templates import enumerators, explicit_instances, instantiate
 
 if TYPE_CHECKING:      # the binary reader is imported when a cell is first built
     from ..compile.binary import Entry
@@ -87,12 +87,13 @@ def written(bindings: Sequence[Binding], results: Sequence, source: str) -> list
     one entry), and the explicit instantiations of ``source`` that match it
     (:func:`~cuda_magic.compile.instances.find`; one that fits several entries names none)."""
     explicit = [text for text, _ in explicit_instances(source)]
+    enums = enumerators(source) if explicit else {}
     out = []
     for b, r in zip(bindings, results):
         # in the order given: the first spelling of an instance names it
         texts = [expr for expr, sym in r.lowered_names.items() if sym == b.entry.symbol]
         if explicit and b.entry.param_types is not None:
-            found = find_instances(explicit, r.entries)
+            found = find_instances(explicit, r.entries, enums)
             texts += [t for t in explicit if found.get(t) == b.entry.symbol]
         out.append(replace(b, written=tuple(dict.fromkeys(texts))))
     return out

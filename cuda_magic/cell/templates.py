@@ -13,7 +13,10 @@ from .decls import ANONYMOUS, KernelDecl, SignatureError, TemplateParam
 from .declarator import parse_decl, read_param
 from .scan import NAME, blank, closing, line_at, norm_type, split_top, without_directives
 
-__all__ = ["explicit_instances", "template_hint", "instantiate"]
+__all__ = ["explicit_instances", "enumerators", "template_hint", "instantiate"]
+
+_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(\w+)\s*(?::[^{};]*)?\{([^{}]*)\}")
+_INT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*")
 
 
 def explicit_instances(source: str) -> list[tuple[str, int]]:
@@ -38,6 +41,32 @@ def explicit_instances(source: str) -> list[tuple[str, int]]:
                 found = " ".join(clean[a:gt + 1].split())
         if found:
             out.append((found, line_at(code, m.start())))
+    return out
+
+
+def enumerators(source: str) -> dict[str, str]:
+    """The enumerators of ``source``'s enums whose values read plainly, as the compiler spells
+    them in a demangled template argument: ``enum Order { ASC, DESC };`` ->
+    ``{"ASC": "(Order)0", "Order::ASC": "(Order)0", "DESC": "(Order)1", ...}``.  An enumerator
+    given by an expression ends its enum's list (the ones after it are unknown); a name two enums
+    share is kept only qualified."""
+    out: dict[str, str] = {}
+    plain: dict[str, set] = {}
+    for m in _ENUM.finditer(blank(source)):
+        enum, value = m.group(1), 0
+        for item in m.group(2).split(","):
+            ident, _, init = (part.strip() for part in item.partition("="))
+            if not ident:
+                continue
+            if init:
+                if not _INT.fullmatch(init):
+                    break
+                value = int(init.rstrip("uUlL"), 0)
+            spelled = f"({enum}){value}"
+            out[f"{enum}::{ident}"] = spelled
+            plain.setdefault(ident, set()).add(spelled)
+            value += 1
+    out.update({ident: next(iter(v)) for ident, v in plain.items() if len(v) == 1})
     return out
 
 

@@ -136,23 +136,34 @@ def _score(want: tuple, have: tuple) -> int | None:
     return exact
 
 
-def find(names: Sequence[str], entries: Iterable) -> dict[str, str]:
+def find(names: Sequence[str], entries: Iterable,
+         aliases: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{instance text: entry symbol}`` for each of ``names`` the entries (of
     :func:`cuda_magic.compile.binary.entries`) hold: exact matches of literal and builtin-type
-    arguments win; enumerators, typedefs and defaults match what the compiler put there when
-    only one entry fits.  Names that fit no entry, or several equally, are left out."""
+    arguments win; ``aliases`` spell an argument as the compiler does (the cell's enumerators:
+    ``ASC`` -> ``(Order)0``); typedefs and defaults match what the compiler put there when only
+    one entry fits, once the entries other names took for certain are set aside (``fill<int>``
+    takes ``fill<int>``, so ``fill<int64_t>`` is ``fill<long>``).  Names that fit no entry, or
+    several equally, are left out."""
+    aliases = aliases or {}
     have = [(e.symbol, split(tidy(e.name))) for e in entries if e.param_types is not None]
-    out = {}
+    fits: dict[str, list[str]] = {}
     for name in names:
-        want = split(tidy(name))
-        if want[2] is None:
+        scope, base, args = split(tidy(name))
+        if args is None:
             continue
+        want = (scope, base, tuple(aliases.get(_norm(a), a) for a in args))
         scored = [(s, sym) for sym, h in have if (s := _score(want, h)) is not None]
         best = max((s for s, _ in scored), default=None)
-        top = sorted({sym for s, sym in scored if s == best})
-        if len(top) == 1:
-            out[name] = top[0]
-    return out
+        fits[name] = sorted({sym for s, sym in scored if s == best})
+    out = {name: top[0] for name, top in fits.items() if len(top) == 1}
+    while True:                          # set aside what the others took for certain
+        taken = set(out.values())
+        more = {name: left[0] for name, top in fits.items() if name not in out
+                for left in [[s for s in top if s not in taken]] if len(left) == 1}
+        if not more:
+            return out
+        out.update(more)
 
 
 def candidates(name: str, entries: Iterable) -> list[str]:

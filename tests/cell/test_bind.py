@@ -89,6 +89,37 @@ template __global__ void ops::fill<float, 4>(float*, float);
                   instantiate=["other::fill<int, 1>"])
 
 
+def test_adding_a_second_instance_never_renames_the_first(fresh_cache):
+    """An instance is named from the text the user wrote, not from how many instances there
+    are: enumerators (the compiler writes ``(Order)0``) and typedefs (``int64_t`` is ``long``)
+    keep their spelling when another instance of the same template comes in."""
+    head = "#include <cstdint>\nenum Order { ASC, DESC };\n" \
+           "template <Order O> __global__ void s(float* x) { x[0] = O; }\n" \
+           "template <typename T> __global__ void fill(T* x, T v) { x[0] = v; }\n"
+    one = "template __global__ void s<ASC>(float*);\n" \
+          "template __global__ void fill<int64_t>(int64_t*, int64_t);\n"
+    two = one + "template __global__ void s<DESC>(float*);\n" \
+                "template __global__ void fill<int>(int*, int);\n"
+    for compiler in ("nvrtc", "nvcc"):
+        first = build(head + one, line_config(arch=ARCH, compiler=compiler))
+        both = build(head + two, line_config(arch=ARCH, compiler=compiler))
+        assert set(first.bindings) == {"s_ASC", "fill_int64_t"}, (compiler, first.bindings)
+        assert set(both.bindings) == {"s_ASC", "s_DESC", "fill_int64_t", "fill_int"}, \
+            (compiler, both.bindings)
+        assert both.s_DESC.symbol == "_Z1sIL5Order1EEvPf"
+        assert both.fill_int64_t.symbol == "_Z4fillIlEvPT_S0_"
+
+
+def test_enumerators_read_as_the_compiler_spells_them():
+    from cuda_magic.cell.templates import enumerators
+    src = ("enum class Mode : int { A, B = 4, C };  // comment { D }\n"
+           "enum Other { A2 = 0x10, B2 = 1 << 2, C2 };\nenum Same { A };\n")
+    e = enumerators(src)
+    assert e["Mode::B"] == "(Mode)4" and e["Mode::C"] == "(Mode)5" and e["Other::A2"] == "(Other)16"
+    assert "Other::B2" not in e and "C2" not in e     # an expression: what follows is unknown
+    assert "A" not in e and e["Same::A"] == "(Same)0"  # two enums' A: only qualified
+
+
 def test_a_parameter_the_binary_sizes_differently_fails_at_launch_not_at_compile(fresh_cache):
     # a macro the parser takes for a type name: the binary says 8 bytes, the source reads 4
     src = '#define IDX long long\nextern "C" __global__ void k(float* x, IDX n) { x[n] = 0; }\n'

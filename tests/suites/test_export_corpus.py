@@ -44,7 +44,10 @@ def _cubin(case, compiler, tmp_path_factory):
 
 
 def _calls(m, kernels) -> str:
-    """A C statement per kernel launching it with zeroed arguments (structs: zeroed bytes)."""
+    """A C statement per kernel launching it with zeroed arguments (structs: zeroed bytes),
+    by the names kernel.h gives (``fill_int64_t`` is ``fill_int64_t_``: ``_t`` names are C's)."""
+    from cuda_magic.exports.cubin import c_names
+    c_name = c_names("corp", kernels)[0]
     out = []
     for k in kernels:
         args = []
@@ -55,7 +58,7 @@ def _calls(m, kernels) -> str:
                 args.append("0")
             else:
                 args.append("zeros")
-        out.append(f"    if (e == CUDA_SUCCESS) e = corp_{k.name}(&m, 1, 1, 1, 32, 1, 1, 0, NULL"
+        out.append(f"    if (e == CUDA_SUCCESS) e = corp_{c_name[k.name]}(&m, 1, 1, 1, 32, 1, 1, 0, NULL"
                    + "".join(f", {a}" for a in args) + ");\n")
     return "".join(out)
 

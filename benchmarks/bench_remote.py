@@ -129,7 +129,7 @@ def main() -> int:
         from cuda_magic.runtime.helper import worker
         x, y = np.ones(256, np.float32), np.zeros(256, np.float32)
         sent = worker.message(k, "run", (1, 1, 1, 256, 1, 1), 0, (x, y, 2.0, 256), None)
-        light = (sent[0], sent[1].key, *sent[2:])
+        light = (sent[0], sent[1].key, *sent[2:], sent[1].kernels[sent[2]])
         message = len(pickle.dumps(light)) - 2 * 1024
     finally:
         proxy.close()

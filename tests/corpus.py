@@ -599,7 +599,7 @@ def run_pipeline_concepts(m):
     _close(yf, 2 * f.astype(np.float64) + 0.5, 1e-6, 1e-6, "axpb_float")
     i = np.arange(n, dtype=np.int32)
     yi = np.zeros_like(i)
-    m["axpb_int"][_cdiv(n, 256), 256](i, yi, 3, -7, n)
+    m["axpb_int32_t"][_cdiv(n, 256), 256](i, yi, 3, -7, n)
     np.testing.assert_array_equal(yi, 3 * i - 7)
 
 
@@ -768,9 +768,9 @@ CASES: tuple[Case, ...] = (
     # Blackwell only: compiled and inspected here; the GPU machine (an H200) cannot run it
     Case("tcgen05_mma.cu", {"tcgen05_gemm": 6}, {"tcgen05_gemm": "tcgen05_gemm"},
          structs={"CUtensorMap": 128}, arch="sm_100a"),
-    Case("pipeline_concepts.cu", {"staged_twice": 3, "axpb_float": 5, "axpb_int": 5},
+    Case("pipeline_concepts.cu", {"staged_twice": 3, "axpb_float": 5, "axpb_int32_t": 5},
          {"staged_twice": "_Z12staged_twicePKmPmi", "axpb_float": "_Z4axpbIfEvPKT_PS0_S0_S0_i",
-          "axpb_int": "_Z4axpbIiEvPKT_PS0_S0_S0_i"}, run=run_pipeline_concepts),
+          "axpb_int32_t": "_Z4axpbIiEvPKT_PS0_S0_S0_i"}, run=run_pipeline_concepts),
     # CCCL 3.0's <cub/cub.cuh> (CUDA 13.0's nvcc) instantiates cub::detail::EmptyKernel<void>
     # itself: never bound (NOT_THE_CELLS, compile/binary/_entries.py)
     Case("cub_umbrella.cu", {"block_sum_max": 3, "warp_prefix": 3, "cg_copy_twice": 3},

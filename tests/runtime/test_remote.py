@@ -95,6 +95,17 @@ def test_the_binary_crosses_once_per_worker(far, module):
     assert held == [module.scale.result.key]
 
 
+def test_two_kernels_of_one_binary_each_run_after_it_was_sent_once(far):
+    m = build(fd.SCALE + fd.SCALE.replace("void scale(", "void scale_again("),
+              line_config(arch="sm_90a"))
+    x, y = _xy()
+    before = far.sent_bytes
+    m.scale[1, 64](x, y, 2.0, 64)
+    m.scale_again[1, 64](x, y, 3.0, 64)          # the binary is there: only its name is new
+    assert y.tolist() == (3 * x).tolist()
+    assert far.sent_bytes - before == len(bytes(m.scale.result.binary))
+
+
 def test_device_arrays_are_refused_with_the_reason(far, module):
     x, y = _xy()
     with pytest.raises(ArgumentError, match=r"parameter 'x': kernels now run on the remote GPU "
@@ -312,6 +323,7 @@ def test_a_gpu_less_notebook_compiles_for_and_runs_on_a_remote_gpu(tmp_path):
         for f in logs:
             f.close()
     gpu = cuda_magic.detect_arch()
+    print(json.dumps(out))
     assert out["local_arch"] is None                      # the notebook saw no GPU
     assert out["arch"] == gpu and out["gpus"][0][1] == gpu
     assert out["launch_ok"] and out["after_fault_ok"] and out["after_hang_ok"]

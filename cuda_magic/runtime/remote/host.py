@@ -25,6 +25,7 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import replace
 
 from ..helper import transport
 from ..helper.worker import GRACE, MODULE
@@ -53,8 +54,9 @@ class Host:
 
     async def call(self, device: int, sent: tuple, program=None) -> tuple:
         """Forward ``sent`` (a message of :func:`..helper.worker.message` whose program is
-        replaced by its key) to GPU ``device``'s helper: its answer, or ``("need", key)`` when
-        this host does not hold that binary (send it again with ``program``)."""
+        replaced by its key, and the kernel's Entry after it) to GPU ``device``'s helper: its
+        answer, or ``("need", key)`` when this host does not hold that binary (send it again
+        with ``program``).  One binary holds several kernels: each call names its own."""
         return await asyncio.to_thread(self._call, int(device), sent, program)
 
     def held(self) -> list[str]:
@@ -80,12 +82,14 @@ class Host:
         return value[0]
 
     def _call(self, device: int, sent: tuple, program) -> tuple:
-        op, key, name, payload, limit = sent
+        op, key, name, payload, limit, entry = sent
         if program is not None:
             self.programs[key] = program
         held = self.programs.get(key)
         if held is None:
             return ("need", key)
+        if name not in held.kernels:          # another kernel of the same binary
+            held = self.programs[key] = replace(held, kernels={**held.kernels, name: entry})
         self.programs.move_to_end(key)
         while len(self.programs) > KEEP:
             self.programs.popitem(last=False)
@@ -110,7 +114,8 @@ class Host:
             if status == "err":
                 name_, message, out, sticky, hung_for = value
                 if name_ == "KernelHangError":
-                    message = _where_warps_wait(held, name, payload, proc.pid, hung_for, message)
+                    message = _where_warps_wait(held, name, payload, proc.pid, hung_for, message,
+                                                limit)
                 if sticky:
                     self.end(device)
                 return (status, (name_, message, out, sticky, hung_for))
@@ -168,16 +173,21 @@ def _answered(proc: subprocess.Popen, limit) -> bool:
     return True
 
 
-def _where_warps_wait(program, name: str, payload, pid: int, hung_for, message: str) -> str:
+def _where_warps_wait(program, name: str, payload, pid: int, hung_for, message: str,
+                      limit) -> str:
     """The hang's message with where the helper's warps wait, read here with cuda-gdb (the
-    notebook, which reads them for a local helper, cannot reach this process)."""
+    notebook, which reads them for a local helper, cannot reach this process); said with the
+    notebook's launch time limit."""
     try:
+        from ... import settings
         from ..hang import waiting
         from ..launch.kernel import Kernel
         entry = program.kernels[name]
         k = Kernel(name, entry.params, program, entry.symbol, entry.printf)
-        exc = waiting.hung(waiting.Launch(k, tuple(payload[0]), time.monotonic() - (hung_for or 0),
-                                          pid), hung_for or 0.0, interrupted=False, helper=True)
+        with settings.override(launch_timeout=limit):
+            exc = waiting.hung(waiting.Launch(k, tuple(payload[0]),
+                                              time.monotonic() - (hung_for or 0), pid),
+                               hung_for or 0.0, interrupted=False, helper=True)
         return str(exc)
     except Exception as exc:        # no cuda-gdb on the worker, a build with no line table
         return f"{message} (where its warps wait could not be read on the worker: {exc})"

@@ -139,7 +139,7 @@ class Remote:
         where = f"on {gpu.label}"
         sent = worker.message(kernel, op, *payload, where=f"on the remote GPU {gpu.label}")
         op_, program, name, payload_, limit = sent
-        light = (op_, program.key, name, payload_, limit)
+        light = (op_, program.key, name, payload_, limit, program.kernels[name])
         actor = self.host(gpu.worker)
         shipped = (gpu.worker, program.key) in self.held
         reply = self._wait(actor.call(gpu.index, light, None if shipped else program), gpu,

@@ -196,7 +196,8 @@ def driver_version() -> tuple[int, int]:
 
 def devices() -> list[dict]:
     """Every GPU this process sees, in ordinal order: ``index``, ``name``, ``arch`` (e.g.
-    ``sm_90a``), ``memory`` (bytes) and ``driver`` (the CUDA version it supports, ``"13.0"``);
+    ``sm_90a``), ``memory`` (bytes), ``driver`` (the CUDA version it supports, ``"13.0"``) and
+    ``sms`` (its multiprocessors);
     :class:`NoGPUError` without a driver.  No context is made (what ``remote_gpus()`` asks a
     worker)."""
     from ..compile.arch import arch_for
@@ -213,9 +214,11 @@ def devices() -> list[dict]:
               for part in ("MAJOR", "MINOR")]
         raw = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
         name = raw.split(b"\0")[0].decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        sms = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                    "cuDeviceGetAttribute")
         out.append({"index": i, "name": name, "arch": arch_for(*cc),
                     "memory": int(check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem")),
-                    "driver": f"{major}.{minor}"})
+                    "driver": f"{major}.{minor}", "sms": int(sms)})
     return out
 
 

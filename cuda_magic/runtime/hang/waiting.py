@@ -145,17 +145,24 @@ def _sm_count() -> int:
         return 192
 
 
-def read_warps(launch: Launch | None):
+def read_warps(launch: Launch | None, snapshot: tuple | None = None):
     """``(Diagnosis or None, why not)`` for ``launch``'s kernel, read with cuda-gdb; never
-    raises, never hangs (cuda-gdb runs under a time limit); Ctrl-C ends it."""
+    raises, never hangs (cuda-gdb runs under a time limit); Ctrl-C ends it.  ``snapshot``:
+    ``(Snapshot or None, why not)`` already read elsewhere (a remote GPU's worker), put on
+    this kernel's build here."""
     from . import diagnosis, gdb
     pid = launch.pid if launch is not None and launch.pid else os.getpid()
-    try:
-        snap = gdb.snapshot(pid, _sm_count())
-    except gdb.Unavailable as exc:
-        return None, str(exc)
-    except KeyboardInterrupt:
-        return None, "reading it was interrupted (Ctrl-C)"
+    if snapshot is not None:
+        snap, why = snapshot
+        if snap is None:
+            return None, why
+    else:
+        try:
+            snap = gdb.snapshot(pid, _sm_count())
+        except gdb.Unavailable as exc:
+            return None, str(exc)
+        except KeyboardInterrupt:
+            return None, "reading it was interrupted (Ctrl-C)"
     k = launch.kernel if launch is not None else None
     if k is None:
         return None, "no kernel of cuda-magic's was waited for"
@@ -184,15 +191,16 @@ HELPER = ("The helper process that ran it ends now, which frees the GPU; the nex
 
 
 def hung(launch: Launch | None, seconds: float, *, interrupted: bool,
-         helper: bool | None = None) -> KernelHangError:
+         helper: bool | None = None, snapshot: tuple | None = None) -> KernelHangError:
     """The KernelHangError for ``launch``, still running after ``seconds``: where its warps
     wait, and what now.  In this process (not the helper's, ``helper``): CUDA is marked lost.
     In the helper process itself nothing is read: the notebook, which has the kernel's build,
-    reads the helper's warps before it ends it (:func:`..worker.call`)."""
+    reads the helper's warps before it ends it (:func:`..worker.call`); a remote GPU's worker
+    reads them and the notebook places them (``snapshot``, see :func:`read_warps`)."""
     if _state["helper"] and (launch is None or launch.pid is None):
         diag, why = None, "the notebook reads it"
     else:
-        diag, why = read_warps(launch)
+        diag, why = read_warps(launch, snapshot)
     helper = _state["helper"] or (launch is not None and launch.pid is not None) \
         if helper is None else helper
     cause = ("the wait was interrupted (Ctrl-C)" if interrupted else

@@ -8,7 +8,8 @@ a helper that faults, hangs or dies is ended here (its GPU freed) and the next c
 fresh one: the Dask worker itself never touches CUDA, so nothing a kernel does ends it.
 
 A hang is read here, where the helper runs: cuda-gdb attaches to the helper (which allows
-its parent to) and the answer carries where its warps wait.  :func:`stop` (a function that
+its parent to) and the answer carries its snapshot of the warps, which the notebook places on
+the kernel's build (the SASS and the cell's lines are there).  :func:`stop` (a function that
 ``client.run`` calls, so that it runs while a call is waiting) ends a GPU's helper: Ctrl-C in
 the notebook.
 
@@ -45,6 +46,7 @@ class Host:
         self.helpers: dict[int, subprocess.Popen] = {}
         self.locks: dict[int, threading.Lock] = {}
         self.programs: OrderedDict = OrderedDict()
+        self.sms: dict[int, int] = {}            # GPU -> its SMs (cuda-gdb reads each)
         _HOSTS[token] = self
 
     # -- what the notebook calls ----------------------------------------------------------
@@ -65,6 +67,11 @@ class Host:
 
     # -- in the worker's threads ----------------------------------------------------------
     def _devices(self) -> list[dict]:
+        listed = self._listed()
+        self.sms = {d["index"]: d.get("sms", 192) for d in listed}
+        return listed
+
+    def _listed(self) -> list[dict]:
         proc = transport.spawn(MODULE, transport.child_env(tool_child=False),
                                stderr=subprocess.DEVNULL)
         try:
@@ -98,11 +105,10 @@ class Host:
             started = time.monotonic()
             try:
                 transport.send(proc.stdin.fileno(), (op, held, name, payload, limit))
-                if not _answered(proc, limit):
+                if not _answered(proc, limit):      # the helper itself stopped answering
+                    snapshot = _snapshot(proc.pid, self.sms.get(device, 192))
                     self.end(device)
-                    return ("err", ("KernelHangError", f"the kernel ran past twice the launch "
-                                    f"time limit ({limit} s) and the helper did not answer; it "
-                                    f"was ended", "", True, time.monotonic() - started))
+                    return ("hang", (time.monotonic() - started, snapshot, ""))
                 status, value = transport.recv(proc.stdout.fileno())
             except (EOFError, OSError) as exc:
                 self.end(device)
@@ -111,14 +117,12 @@ class Host:
                     f"it died ({exc.__class__.__name__}, exit code {code})"
                 return ("err", ("CudaError", f"the GPU helper process on this worker ended: "
                                 f"{why}; the next launch starts a new one", "", True, None))
-            if status == "err":
-                name_, message, out, sticky, hung_for = value
-                if name_ == "KernelHangError":
-                    message = _where_warps_wait(held, name, payload, proc.pid, hung_for, message,
-                                                limit)
-                if sticky:
-                    self.end(device)
-                return (status, (name_, message, out, sticky, hung_for))
+            if status == "err" and value[0] == "KernelHangError":
+                snapshot = _snapshot(proc.pid, self.sms.get(device, 192))
+                self.end(device)
+                return ("hang", (value[4] or 0.0, snapshot, value[2]))
+            if status == "err" and value[3]:        # sticky: CUDA there is gone
+                self.end(device)
             return (status, value)
 
     def _helper(self, device: int) -> subprocess.Popen:
@@ -173,24 +177,16 @@ def _answered(proc: subprocess.Popen, limit) -> bool:
     return True
 
 
-def _where_warps_wait(program, name: str, payload, pid: int, hung_for, message: str,
-                      limit) -> str:
-    """The hang's message with where the helper's warps wait, read here with cuda-gdb (the
-    notebook, which reads them for a local helper, cannot reach this process); said with the
-    notebook's launch time limit."""
+def _snapshot(pid: int, sms: int) -> tuple:
+    """``(Snapshot or None, why not)``: the helper's resident warps, read here with cuda-gdb
+    (only this worker can attach to its helper; the notebook places them on its build)."""
+    from ..hang import gdb
     try:
-        from ... import settings
-        from ..hang import waiting
-        from ..launch.kernel import Kernel
-        entry = program.kernels[name]
-        k = Kernel(name, entry.params, program, entry.symbol, entry.printf)
-        with settings.override(launch_timeout=limit):
-            exc = waiting.hung(waiting.Launch(k, tuple(payload[0]),
-                                              time.monotonic() - (hung_for or 0), pid),
-                               hung_for or 0.0, interrupted=False, helper=True)
-        return str(exc)
-    except Exception as exc:        # no cuda-gdb on the worker, a build with no line table
-        return f"{message} (where its warps wait could not be read on the worker: {exc})"
+        return gdb.snapshot(pid, sms), ""
+    except gdb.Unavailable as exc:
+        return None, f"{exc} (on the worker)"
+    except Exception as exc:          # never lose the hang's report over its diagnosis
+        return None, f"cuda-gdb on the worker failed: {type(exc).__name__}: {exc}"
 
 
 def _end(proc: subprocess.Popen) -> None:

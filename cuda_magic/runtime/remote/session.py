@@ -29,6 +29,7 @@ from ... import settings
 from ...compile.arch import pick_arch, set_target_gpu
 from ...errors import ArgumentError, CudaError, KernelHangError, RemoteError, clip
 from .. import driver
+from ..hang import waiting
 from ..helper import worker
 from . import host as _host
 from .across import across as _across
@@ -151,11 +152,18 @@ class Remote:
             self.sent_bytes += len(program.binary)
         self.held.add((gpu.worker, program.key))
 
-        def hung(seconds):
-            return KernelHangError(f"{reply[1][1]} [{where}: its helper ended; the next launch "
-                                   f"starts a new one]", kernel=kernel.name,
-                                   grid=tuple(worker.dims_of(op, payload))[:3],
-                                   block=tuple(worker.dims_of(op, payload))[3:], seconds=seconds)
+        if reply[0] == "hang":          # read on the worker, placed on this kernel's build
+            seconds, snapshot, out = reply[1]
+            if out:
+                print(out, end="")
+            exc = waiting.hung(waiting.Launch(kernel, tuple(worker.dims_of(op, payload)),
+                                              pid=0), seconds, interrupted=False, helper=True,
+                               snapshot=snapshot)
+            exc.args = (f"{exc.args[0]} [{where}]",)
+            raise exc
+
+        def hung(seconds):              # the helper's own hang report: answered as "hang"
+            return KernelHangError(f"{kernel.name} hung [{where}]", kernel=kernel.name)
         result = worker.answer(reply, worker.args_of(op, payload), hung, ended=lambda: None,
                                where=f"{where}, whose helper ended; the next launch starts a "
                                      f"new one")

@@ -340,7 +340,7 @@ def test_a_gpu_less_notebook_compiles_for_and_runs_on_a_remote_gpu(tmp_path):
     assert out["hang"].startswith("KernelHangError") and "GPU 0 of worker" in out["hang"]
     assert "launch time limit of 3 s" in out["hang"] and "warp 0 of block (0,0,0)" in out["hang"]
     assert "could not be read" not in out["hang"]           # placed on the notebook's build
-    assert out["hang_s"] < 120
+    assert out["hang_s"] < 30          # 3 s, cuda-gdb, the helper killed (not waited for)
     assert out["timeline"].get("events", 0) >= 16 * 8 * 2, out["timeline"]
     assert out["timeline"]["written"] and "load" in out["timeline"]["names"]
 

@@ -107,7 +107,7 @@ class Host:
                 transport.send(proc.stdin.fileno(), (op, held, name, payload, limit))
                 if not _answered(proc, limit):      # the helper itself stopped answering
                     snapshot = _snapshot(proc.pid, self.sms.get(device, 192))
-                    self.end(device)
+                    self.end(device, at_once=True)
                     return ("hang", (time.monotonic() - started, snapshot, ""))
                 status, value = transport.recv(proc.stdout.fileno())
             except (EOFError, OSError) as exc:
@@ -119,10 +119,10 @@ class Host:
                                 f"{why}; the next launch starts a new one", "", True, None))
             if status == "err" and value[0] == "KernelHangError":
                 snapshot = _snapshot(proc.pid, self.sms.get(device, 192))
-                self.end(device)
+                self.end(device, at_once=True)
                 return ("hang", (value[4] or 0.0, snapshot, value[2]))
             if status == "err" and value[3]:        # sticky: CUDA there is gone
-                self.end(device)
+                self.end(device, at_once=True)
             return (status, value)
 
     def _helper(self, device: int) -> subprocess.Popen:
@@ -135,11 +135,14 @@ class Host:
                                             CUDA_VISIBLE_DEVICES=_visible(device)))
         return proc
 
-    def end(self, device: int | None = None) -> None:
-        """End GPU ``device``'s helper (None: every helper of this host)."""
+    def end(self, device: int | None = None, at_once: bool = False) -> None:
+        """End GPU ``device``'s helper (None: every helper of this host); ``at_once``: killed,
+        not given time to finish (its kernel still runs, or its CUDA is gone)."""
         for d in ([device] if device is not None else list(self.helpers)):
             proc = self.helpers.pop(d, None)
             if proc is not None:
+                if at_once:
+                    proc.kill()
                 _end(proc)
 
 

@@ -115,8 +115,13 @@ def _advice(p, n: int = 3) -> list[str]:
             f"{_sentences(a.text)}" for a in p.advice if a.type in ("OPT", "WRN")][:n]
 
 
+def _on(r) -> str:
+    """`` on <GPU> of worker <address>`` for a report a remote GPU made (cuda_magic.remote)."""
+    return f" on {r.ran_on}" if getattr(r, "ran_on", "") else ""
+
+
 def profile_text(p) -> str:
-    head = f"{p.kernel}{_dims(p.dims)} under {p.tool_version or 'Nsight Compute'}"
+    head = f"{p.kernel}{_dims(p.dims)} under {p.tool_version or 'Nsight Compute'}{_on(p)}"
     out = [head] + text_table(["", ""], _summary(p))[1:]
     for a in _advice(p):
         out.append(f"  ncu: {a}")
@@ -130,7 +135,8 @@ def profile_text(p) -> str:
 
 
 def profile_html(p) -> str:
-    head = markup.note(f"{p.kernel}{_dims(p.dims)} under {p.tool_version or 'Nsight Compute'}",
+    head = markup.note(f"{p.kernel}{_dims(p.dims)} under {p.tool_version or 'Nsight Compute'}"
+                       f"{_on(p)}",
                      "font-weight: bold")
     body = markup.table(["", ""], [[escape(k), escape(v)] for k, v in _summary(p)])
     advice = "".join(markup.note(f"ncu: {a}", "") for a in _advice(p))
@@ -175,7 +181,8 @@ def _finding_lines(i: int, f) -> list[str]:
 
 def check_text(c) -> str:
     state = "no errors" if c.ok else c.summary or f"{len(c.findings)} finding(s)"
-    out = [f"{c.tool}: {c.kernel}{_dims(c.dims)} under {c.tool_version or 'compute-sanitizer'}: "
+    out = [f"{c.tool}: {c.kernel}{_dims(c.dims)} under {c.tool_version or 'compute-sanitizer'}"
+           f"{_on(c)}: "
            f"{state}"]
     for i, f in enumerate(c.findings, 1):
         out += _finding_lines(i, f)

@@ -207,7 +207,8 @@ def headline(v) -> str:
     state = "PASS" if not failing else f"FAIL {failing[0].category}"
     count = (_n(n, "output") if not failing else
              f"{len(failing)} of {_n(n, 'output')} {'fails' if len(failing) == 1 else 'fail'}")
-    return f"verify: {state} · {count} · max {ulp(max_ulp(v))} ULP"
+    on = f" · on {v.ran_on}" if getattr(v, "ran_on", "") else ""     # a remote GPU's launches
+    return f"verify: {state} · {count} · max {ulp(max_ulp(v))} ULP{on}"
 
 
 def max_ulp(v) -> float:

@@ -205,6 +205,8 @@ def test_on_all_is_one_row_per_gpu(far, module):
     verdicts = module.scale.verify(1, 64, x, y, 2.0, 64, reference=lambda x, y, a, n: a * x,
                                    on="all")
     assert bool(verdicts) and verdicts[0].ran_on == g.label
+    assert cuda_magic.display.view(verdicts[0]).text().splitlines()[0].endswith(f" · on {g.label}")
+    assert f"ran on {g.label}" in cuda_magic.display.view(t).text()
 
 
 def test_remote_none_runs_here_again(cluster, module):
@@ -242,6 +244,27 @@ def test_a_cluster_with_no_gpu_is_refused_at_connect(monkeypatch):
                                               r"worker\(s\) see none"):
             cuda_magic.remote(client)
     assert driver.remote() is None
+
+
+def test_a_cluster_that_goes_away_is_an_error_naming_it(cluster, module):
+    """The module's cluster fixture set the stub's site directory: this second cluster's
+    workers have the stub GPU too.  Closed under a session, its next launch is a short error."""
+    c = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                 dashboard_address=None, worker_dashboard_address=None)
+    client = distributed.Client(c, set_as_default=False)
+    try:
+        far = cuda_magic.remote(client)
+        x, y = _xy()
+        module.scale[1, 64](x, y, 2.0, 64)
+        worker = far.gpu().worker
+        c.close()
+        y[:] = 5
+        with pytest.raises(RemoteError, match=rf"the Dask worker {worker} .*did not answer"):
+            module.scale[1, 64](x, y, 3.0, 64)
+        assert (y == 5).all()
+    finally:
+        cuda_magic.remote(None)
+        client.close()
 
 
 def test_a_worker_killed_mid_call_is_an_error_naming_it(cluster, module):

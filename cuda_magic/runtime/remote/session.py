@@ -141,12 +141,16 @@ class Remote:
         sent = worker.message(kernel, op, *payload, where=f"on the remote GPU {gpu.label}")
         op_, program, name, payload_, limit = sent
         light = (op_, program.key, name, payload_, limit, program.kernels[name])
-        actor = self.host(gpu.worker)
+        try:
+            actor = self.host(gpu.worker)
+        except RemoteError:
+            self._forget(gpu)
+            raise
         shipped = (gpu.worker, program.key) in self.held
-        reply = self._wait(actor.call(gpu.index, light, None if shipped else program), gpu,
-                           limit)
+        reply = self._wait(lambda: actor.call(gpu.index, light, None if shipped else program),
+                           gpu)
         if reply[0] == "need":          # the host restarted, or let the binary go
-            reply = self._wait(actor.call(gpu.index, light, program), gpu, limit)
+            reply = self._wait(lambda: actor.call(gpu.index, light, program), gpu)
             shipped = False
         if not shipped:
             self.sent_bytes += len(program.binary)
@@ -174,10 +178,11 @@ class Remote:
                 pass
         return result
 
-    def _wait(self, future, gpu: GPU, limit):
-        """An actor call's answer; Ctrl-C ends the GPU's helper on the worker first."""
+    def _wait(self, call, gpu: GPU):
+        """The answer of the actor call ``call()`` makes; Ctrl-C ends the GPU's helper on the
+        worker first; a worker or cluster gone is a RemoteError naming it."""
         try:
-            return future.result()
+            return call().result()
         except KeyboardInterrupt:
             try:
                 self.client.run(_host.stop, self.token, gpu.index, workers=[gpu.worker])
@@ -185,12 +190,17 @@ class Remote:
                 pass
             raise
         except Exception as exc:
-            self.hosts.pop(gpu.worker, None)
-            self._gpus = None
-            self.held = {h for h in self.held if h[0] != gpu.worker}
+            self._forget(gpu)
             raise RemoteError(f"the Dask worker {gpu.worker} ({gpu.name}, GPU {gpu.index}) "
                               f"did not answer: {type(exc).__name__}: {clip(str(exc), 300)}; "
                               f"nothing was written into your arrays") from None
+
+    def _forget(self, gpu: GPU) -> None:
+        """After ``gpu``'s worker failed a call: its actor, its binaries and the GPU list are
+        asked again next time."""
+        self.hosts.pop(gpu.worker, None)
+        self._gpus = None
+        self.held = {h for h in self.held if h[0] != gpu.worker}
 
     def _result(self, future, where: str):
         try:

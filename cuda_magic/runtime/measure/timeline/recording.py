@@ -102,6 +102,8 @@ def timeline(kernel, grid, block, *args, capacity: int | None = None, shared_mem
         counts, slots, tick, probe_notes, sms = worker.call(
             ik, "timeline", dims, shared, tuple(args),
             {"capacity": slots_per_warp, "given": wanted is not None}, attrs)
+        probe_notes = (*probe_notes, f"recorded on {driver.remote().gpu().label} "
+                                     f"(cuda_magic.remote)")
     else:
         counts, slots, tick, probe_notes, sms = record(ik, built, dims, shared, attrs,
                                                        tuple(args), slots_per_warp,

@@ -18,6 +18,7 @@ from .header_store import session_headers
 from .include_scan import search_dirs
 from .toolkit_headers import cccl_version, cutlass_dir, cutlass_dirs, header_dirs, toolkit_dirs
 from .cheaders import INT_NAMES, SINCE, words
+from .prelude import GLIBC_TYPES
 from .stdheaders import _CXX
 
 __all__ = ["log_hints", "missing_hint", "device_launch", "annotate", "arch_hint"]
@@ -38,6 +39,7 @@ _NEEDS_STD = {**{n: "type_traits" for n in _CXX["type_traits"][0]},
                                 "iterator", "numeric", "bit", "span")
                  for n in _CXX[h][0] if n not in ("swap", "get")},
               "numeric_limits": "limits", "swap": "utility", "get": "utility"}
+_GLIBC = dict(GLIBC_TYPES)
 _UNDEFINED = (r'identifier "([A-Za-z_]\w*)" is undefined'
               r'|namespace "std" has no member "([A-Za-z_]\w*)"'
               r'|\bcub::(Device[A-Z]\w*)')
@@ -62,6 +64,12 @@ def log_hints(log: str, nvrtc: bool = True) -> list[str]:
         if device:
             line = (f"cub::{device} (device-wide, launched from the host) is not available "
                     "under NVRTC: compile the cell with --compiler nvcc")
+        if name in _GLIBC and nvrtc and not line:   # nvcc's cuda_runtime.h -> <sys/types.h>
+            line = (f"'{name}' is glibc's typedef of {_GLIBC[name]}, which nvcc declares through "
+                    f"its implicit cuda_runtime.h; under NVRTC cuda-magic supplies it when the "
+                    f"cell or a %%cuda_header names it, not to a header read from disk (-I): "
+                    f"name it in the cell (typedef {_GLIBC[name]} {name};) before the #include, "
+                    f"or use --compiler nvcc")
         if line and line not in out:
             out.append(line)
     if re.search(_DEVICE_LAUNCH, log):

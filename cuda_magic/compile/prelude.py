@@ -14,7 +14,7 @@ from typing import Iterable
 
 from .cheaders import BASICS, M_CONSTANTS, SPECS, block, defines, guard, guarded
 
-__all__ = ["IMPLICIT", "implicit", "TOOLKIT_INT_TYPEDEFS", "with_glibc_int_types"]
+__all__ = ["IMPLICIT", "implicit", "GLIBC_TYPES", "TOOLKIT_INT_TYPEDEFS", "with_glibc_int_types"]
 
 # --- what nvcc declares without an #include -------------------------------------
 # nvcc pre-includes cuda_runtime.h, which brings glibc's <stdlib.h> (and through it
@@ -23,7 +23,7 @@ __all__ = ["IMPLICIT", "implicit", "TOOLKIT_INT_TYPEDEFS", "with_glibc_int_types
 # its in-memory headers name one of its identifiers, so no other cell changes.
 
 IMPLICIT = "cuda-magic/nvcc_implicit.h"
-_GLIBC_TYPES = [("ushort", "unsigned short"), ("uint", "unsigned int"), ("ulong", "unsigned long"),
+GLIBC_TYPES = [("ushort", "unsigned short"), ("uint", "unsigned int"), ("ulong", "unsigned long"),
                 ("u_char", "unsigned char"), ("u_short", "unsigned short"),
                 ("u_int", "unsigned int"), ("u_long", "unsigned long"), ("quad_t", "long"),
                 ("u_quad_t", "unsigned long"), ("u_int8_t", "unsigned char"),
@@ -50,7 +50,7 @@ static inline __device__ void cudaGridDependencySynchronize(void) {
 #endif
 """),
     (("int8_t", "int16_t", "int32_t", "int64_t"), guarded(guard("cstdint"), BASICS + SPECS["cstdint"][1])),
-    (tuple(n for n, _ in _GLIBC_TYPES), "".join(f"typedef {t} {n};\n" for n, t in _GLIBC_TYPES)),
+    (tuple(n for n, _ in GLIBC_TYPES), "".join(f"typedef {t} {n};\n" for n, t in GLIBC_TYPES)),
     # <climits>'s macros and glibc's M_* constants (cheap; the rest of <cmath> is not)
     (tuple(line.split()[1] for line in SPECS["climits"][1].splitlines()
            if line.startswith("#define ")), block("climits")),

@@ -389,3 +389,24 @@ def test_relocatable_reads_every_spelling():
     assert relocatable(["-rdc", "true"]) and relocatable(["-dc"])
     assert not relocatable(["-rdc=false"]) and not relocatable(["-rdc=true", "-rdc=false"])
     assert not relocatable(["--use_fast_math"])
+
+
+def test_a_glibc_typedef_in_a_header_from_disk_gets_a_hint_under_nvrtc():
+    """``ushort`` in a header reached through -I: nvcc compiles it, NVRTC stops, and the error
+    says what the name is and how to give it (naming it in the cell works)."""
+    import pathlib
+    inc = pathlib.Path(__file__).resolve().parents[1] / "kernels" / "include"
+    cell = ('#include "packed_half.h"\n'
+            'extern "C" __global__ void pack(unsigned short* y, const float* x) {\n'
+            '    y[threadIdx.x] = pack_half(x[threadIdx.x]); }\n')
+    assert build(cell, "nvcc", nvcc=[f"-I{inc}"]).kernels == ["pack"]
+    with pytest.raises(CompileError) as info:
+        build(cell, nvrtc=[f"-I{inc}"])
+    assert re.search(r"packed_half\.h\(\d+\): error: identifier \"ushort\" is undefined",
+                     str(info.value))
+    assert ("'ushort' is glibc's typedef of unsigned short, which nvcc declares through its "
+            "implicit cuda_runtime.h; under NVRTC cuda-magic supplies it when the cell or a "
+            "%%cuda_header names it, not to a header read from disk (-I): name it in the cell "
+            "(typedef unsigned short ushort;) before the #include") in str(info.value)
+    fixed = build("typedef unsigned short ushort;\n" + cell, nvrtc=[f"-I{inc}"])
+    assert fixed.kernels == ["pack"]

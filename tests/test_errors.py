@@ -311,3 +311,16 @@ def test_text_helpers_are_imported_from_errors_only():
                         elsewhere.append(f"{path.relative_to(ROOT)}:{node.lineno} from "
                                          f"{'.' * node.level}{node.module}")
     assert elsewhere == []
+
+
+def test_a_long_compiler_error_line_is_kept_whole():
+    """CuTe's first error line runs past 300 characters; the message keeps it whole (and the
+    quoted source line under it), as the HTML view does, so it is never cut mid-word."""
+    import cuda_magic
+    from cuda_magic.errors import CompileError
+    words = " ".join(f"layout_{i}" for i in range(60))          # ~540 characters
+    src = f'static_assert(sizeof(int) == 3, "{words}");\n__global__ void k() {{}}\n'
+    with pytest.raises(CompileError) as info:
+        cuda_magic.compile_source(src, {"cuda": {"arch": "sm_90a"}}, force=True)
+    line = next(ln for ln in str(info.value).splitlines() if "static assertion failed" in ln)
+    assert words in line and len(line) > 540 and "characters)" not in line

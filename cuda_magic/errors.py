@@ -305,14 +305,19 @@ class CompileError(Error, RuntimeError):
 
     MAX_ERRORS = 20      # compiler error lines a message shows (the log keeps them all)
     MAX_LINE = 300       # characters of any one quoted source line a message shows
-    MAX_ERROR_LINE = 4000    # a compiler's line is kept whole up to this (CuTe's types run long)
+    MAX_ERROR_LINE = 4000    # a compiler's line is kept whole up to this (CuTe's types run
+                             # long); a longer one is garbage, cut to MAX_LINE
+
+    def _whole(self, line: str) -> str:
+        """A compiler's line, whole; past :attr:`MAX_ERROR_LINE` cut to :attr:`MAX_LINE`."""
+        return line if len(line) <= self.MAX_ERROR_LINE else clip(line, self.MAX_LINE)
 
     def _message(self) -> str:
         src = self.source.split("\n")
         parts = [self.what, *(clip(n, 2000) for n in self.notes[:self.leading])]
         errors = self.error_lines()
         for lineno, text in errors[:self.MAX_ERRORS]:
-            parts.append(clip(text, self.MAX_ERROR_LINE))
+            parts.append(self._whole(text))
             if lineno is not None and 0 < lineno <= len(src):
                 quoted = clip(src[lineno - 1].rstrip("\r"), self.MAX_LINE)
                 parts.append(f"  {lineno:>4} | {quoted}")
@@ -320,7 +325,7 @@ class CompileError(Error, RuntimeError):
             parts.append(f"... and {len(errors) - self.MAX_ERRORS} more errors (all in .log)")
         if not errors:
             tail = self.log.strip().splitlines()[-20:] or ["(the compiler printed nothing)"]
-            parts.extend(clip(line, self.MAX_ERROR_LINE) for line in tail)
+            parts.extend(self._whole(line) for line in tail)
         return "\n".join(parts + [clip(n, 2000) for n in self.notes[self.leading:]])
 
     def missing_includes(self) -> list[str]:

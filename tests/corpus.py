@@ -271,6 +271,18 @@ def run_enum_instances(m):
     assert (narrow == 7).all()
 
 
+def run_enable_if_return(m):
+    x = np.arange(300, dtype=np.float32)
+    m["scale_inplace<float>"][2, 256](x, 0.5, x.size)
+    _close(x, np.arange(300) * 0.5, 0, 0, "scale_inplace<float>")
+    d = np.arange(300, dtype=np.float64)
+    m["scale_inplace_double"][2, 256](d, 3.0, d.size)
+    _close(d, np.arange(300) * 3.0, 0, 0, "scale_inplace<double>")
+    i = np.arange(300, dtype=np.int32)
+    m["add_offset_int"][2, 256](i, -7, i.size)
+    assert (i == np.arange(300) - 7).all()
+
+
 def run_if_variants(m):
     x = np.linspace(-10, 25, 1001, dtype=np.float32)
     y = np.zeros_like(x)
@@ -701,6 +713,16 @@ CASES: tuple[Case, ...] = (
                   "bitonic_step<Order::Descending>": "bitonic_step_Order_Descending",
                   "fill_value<int64_t>": "fill_value_int64_t", "fill_value<int>": "fill_value_int"},
          run=run_enum_instances),
+    Case("enable_if_return.cu", {"scale_inplace_float": 3, "scale_inplace_double": 3,
+                                 "add_offset_int": 3},
+         {"scale_inplace_float":
+          "_Z13scale_inplaceIfEN6detail9enable_ifIXsr6detail7is_realIT_EE5valueEvE4typeEPS2_S2_i",
+          "scale_inplace_double":
+          "_Z13scale_inplaceIdEN6detail9enable_ifIXsr6detail7is_realIT_EE5valueEvE4typeEPS2_S2_i",
+          "add_offset_int":
+          "_Z10add_offsetIiEN6detail9enable_ifIXntsr6detail7is_realIT_EE5valueEvE4typeEPS2_S2_i"},
+         aliases={"scale_inplace<float>": "scale_inplace_float"},
+         run=run_enable_if_return),
     Case("if_variants.cu", {"softplus": 3, "scale_f32": 3, "scale_f64": 3},
          {"softplus": "softplus", "scale_f32": "scale_f32", "scale_f64": "scale_f64"},
          run=run_if_variants),

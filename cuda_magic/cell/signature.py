@@ -106,7 +106,12 @@ def _declaration(source: str, code: str, clean: str, at: int, blocks, scope: Sco
         elif ch == "(" and name and name not in BUILTINS:
             break
         elif ch == "<" and name:
-            return None                               # k<float>(...): an instance of a template
+            gt = closing(code, pos - 1)
+            after = code[gt + 1:].lstrip()[:1] if gt >= 0 else "("
+            if after == "(" or not after:
+                return None                           # k<float>(...): an instance of a template
+            pos = gt + 1                              # enable_if_t<...> k(...), X<T>::type k(...):
+            name = None                               # the return type's arguments, skipped
         else:
             what = f"no '(' after kernel name '{name}'" if name else "no kernel name after __global__"
             raise SignatureError(what, line_at(code, pos))

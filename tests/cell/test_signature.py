@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+import cuda_magic
+
 from cuda_magic.runtime.launch.params import Param
 from cuda_magic.cell.declarator import param_from_type
 from cuda_magic.cell.decls import KernelDecl, SignatureError, TemplateParam
@@ -636,3 +638,25 @@ def test_unreadable_parameters_are_unknown_not_errors():
     assert [(p.name, p.kind) for p in m.params] == [
         ("x", "pointer"), ("y", "unknown"), ("z", "unknown"), ("arg3", "unknown")]
     assert m.params[1].declared == "UNDEFINED_PTR(float) y" and m.params[1].size is None
+
+
+def test_a_kernel_whose_return_type_is_an_enable_if_expression():
+    """The parameters are read through ``typename std::enable_if<...>::type`` and
+    ``std::enable_if_t<...>`` return types (they showed as arg0.. before), with both
+    compilers; an instance call ``k<float>(...)`` is still not a declaration."""
+    src = ("#include <type_traits>\n"
+           "template <typename T>\n"
+           "__global__ typename std::enable_if<std::is_floating_point<T>::value, void>::type\n"
+           "scale(T* x, T a, int n) { x[threadIdx.x] *= a; }\n"
+           "template <typename T>\n"
+           "__global__ std::enable_if_t<std::is_integral<T>::value> bump(T* x, T a, int n) "
+           "{ x[threadIdx.x] += a; }\n"
+           "template __global__ void scale<float>(float*, float, int);\n"
+           "template __global__ void bump<int>(int*, int, int);\n")
+    found = find_kernels(src)
+    assert [(d.name, [p.name for p in d.params]) for d in found] == [
+        ("scale", ["x", "a", "n"]), ("bump", ["x", "a", "n"])]
+    for compiler in ("nvrtc", "nvcc"):
+        m = cuda_magic.build(src, cuda_magic.line_config(arch="sm_90a", compiler=compiler))
+        assert [p.name for p in m.scale_float.params] == ["x", "a", "n"], compiler
+        assert [p.name for p in m.bump_int.params] == ["x", "a", "n"], compiler

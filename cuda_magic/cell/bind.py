@@ -14,7 +14,8 @@ if those clash too (overloads), the parameter types are appended
 (``scale(float*, float, int)`` -> ``scale_float_ptr_float_int``).  A template instance is
 named by the text the user wrote for it (``--instantiate``, a tune point, an explicit
 instantiation in the source): ``reduce7<int, 256, true>`` -> ``reduce7_int_256_true`` although
-the binary says ``reduce7<int, 256u, true>``, ``k<>`` -> ``k``; an instance no text names is
+the binary says ``reduce7<int, 256u, true>``, ``k<>`` -> ``k``; ``s<ASC>`` stays ``s_ASC`` beside
+``s<DESC>`` (the cell's enumerators: :func:`.templates.enumerators`); an instance no text names is
 named by its demangled name, :func:`~cuda_magic.compile.instances.tidy`'d (no literal suffixes,
 casts or versioned inline namespaces), so names do not change with a library's version.
 """

@@ -11,6 +11,8 @@ In one run, on the same machine:
      PCH off (``CUDA_MAGIC_PCH=0``) and the bare kernel.         goal: edit <= 2x bare
   2. a CUB + cooperative_groups cell (``--force``) without a PCH, creating its PCH, and
      using it — side by side;                                    goal: used <= 0.25x none
+     and the same cell as the first of a new Python process, with the PCH off and with the
+     PCH this process made (issue "Real code III", item 2);   goal: <= 0.3x
   3. an unchanged re-run of a cell that includes 5 user headers from disk (each re-run
      hashes them; no compiler call), and the same after one header was edited (a compile).
                                                                  goal: re-run <= 2 ms
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cuda_magic  # noqa: E402
-from cuda_magic.compile import pch, toolkit_headers  # noqa: E402
+from cuda_magic.compile import pch, pch_heap, toolkit_headers  # noqa: E402
 from common import timed  # noqa: E402
 
 HEAVY = r'''#include <cub/block/block_reduce.cuh>
@@ -166,6 +169,11 @@ def main() -> None:
               f"   (goal <= 0.25x)")
         n, size = pch.usage()
         print(f"PCH files: {n}, {size / 2**20:.0f} MiB")
+        off = [fresh(args.arch, "0") for _ in range(args.repeat)]
+        on = [fresh(args.arch, "1") for _ in range(args.repeat)]     # the PCH made above
+        print(f"{'new process: heavy cell, no PCH':34} {ms(off)}   1.00x")
+        print(f"{'new process: PCH of an earlier one':34} {ms(on)}   "
+              f"{statistics.median(on) / statistics.median(off):.2f}x   (goal <= 0.3x)")
 
         cwd = os.getcwd()
         os.chdir(tmp)
@@ -184,6 +192,30 @@ def main() -> None:
             os.chdir(cwd)
         print(f"{'re-run, 5 user headers, unchanged':34} {ms(reruns)}   (goal <= 2 ms)")
         print(f"{'re-run after editing h4.cuh':34} {edited:9.2f} ms (a compile: cache miss)")
+
+
+FRESH = """
+import sys, time
+sys.path.insert(0, {root!r})
+import cuda_magic
+line = cuda_magic.line_config(arch={arch!r})
+t = time.perf_counter()
+r = cuda_magic.build({cell!r}, line, force=True).result
+print((time.perf_counter() - t) * 1e3, r.pch)
+from cuda_magic.compile import pch_heap; print(pch_heap.token(), file=sys.stderr)
+"""
+
+
+def fresh(arch: str, on: str) -> float:
+    """ms of the first heavy cell of a new Python process (PCH ``on``: "1" or "0"); asserts it
+    used the PCH an earlier process made when on."""
+    code = FRESH.format(root=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        arch=arch, cell=HEAVY)
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "CUDA_MAGIC_PCH": on},
+                         capture_output=True, text=True, check=True)
+    out = run.stdout.split()
+    assert out[1:] == (["used"] if on == "1" else []), (out, run.stderr[-3000:])
+    return float(out[0])
 
 
 def assert_pch(result, state):

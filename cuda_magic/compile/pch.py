@@ -17,6 +17,13 @@ is ~300 MB, so the directory is capped (``settings.pch_limit``, :func:`set_limit
 least recently used first out).  :func:`clear` empties it; ``settings.pch = False``
 (``CUDA_MAGIC_PCH=0``) turns PCH off.  See :mod:`cuda_magic.settings`.
 
+A PCH serves every process of the user, today's and tomorrow's: NVRTC uses one only where its
+PCH heap sits at the address it had when the PCH was made, so :mod:`.pch_heap` puts the heap at
+one address in every process and names it, and that name is part of the file's.  Nothing NVRTC
+refuses is removed (another process may be using it): a PCH NVRTC calls invalid is made again
+over it (renamed into place: a process reading the old file keeps it whole), one made for a heap
+elsewhere (warning #20282) is skipped, said once.  Only the size cap and :func:`clear` remove.
+
 A PCH is a cache, so it trusts nothing it did not write (docs/cache.md's rules):
 
 - the directory is checked at every use like the compile cache's (ours, not writable by
@@ -43,13 +50,14 @@ import stat
 import tempfile
 import threading
 import warnings
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .. import settings
 from .cache import Untrusted, check_dir, make_dir, read_checked, secret_at, user_secret
 
 __all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage",
-           "created", "write_failed", "unmappable", "refused", "sign", "say", "forget", "lock"]
+           "created", "write_failed", "unmappable", "refused", "unfit", "sign", "say", "forget",
+           "lock"]
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
 HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
@@ -58,7 +66,9 @@ HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
 
 _LOCK = threading.Lock()       # one PCH creation at a time (the heap size is process-wide)
 _state: dict = {"no_create": None,      # a directory where writing a PCH failed (this process)
-                "off": False}           # NVRTC could not map a PCH's memory (this process)
+                "off": False,           # NVRTC could not map a PCH's memory (this process)
+                "remake": set(),        # PCHs NVRTC refused here: made again (replaced) next
+                "unfit": set()}         # PCHs made for a heap elsewhere: not offered again
 _said: set[str] = set()                 # the problems already said (each once)
 _MAC = ".mac"                           # NAME.pch.mac: the HMAC of NAME.pch as we wrote it
 _FALLBACK_SECRET = ".pch-secret"        # in the directory, when the per-user secret can't be used
@@ -97,6 +107,8 @@ def forget() -> None:
     _said.clear()
     _state["no_create"] = None
     _state["off"] = False
+    _state["remake"].clear()
+    _state["unfit"].clear()
 
 
 def set_limit(nbytes: int) -> None:
@@ -260,11 +272,14 @@ def prefix(source: str) -> str:
     return "\n".join(lines)
 
 
-def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str):
+def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str,
+         heap: Callable[[], str] = lambda: ""):
     """``(path, exists)`` of the PCH for this compile, or None when a PCH would not help or
     cannot be had (said once).  ``exists``: a PCH we wrote for exactly these inputs is there
-    (anything else at the path is replaced when the PCH is made).  A bad ``settings.pch_limit``
-    (``CUDA_MAGIC_PCH_LIMIT``) is its ConfigError, before any PCH is made."""
+    (anything else at the path is replaced when the PCH is made).  ``heap()`` names the compiler's
+    PCH heap (:mod:`.pch_heap`), asked only when a PCH would help: a PCH is made for one heap
+    address.  A bad ``settings.pch_limit`` (``CUDA_MAGIC_PCH_LIMIT``) is its ConfigError, before
+    any PCH is made."""
     if not enabled() or _state["off"]:
         return None
     head = prefix(source)
@@ -275,12 +290,22 @@ def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str
     d = directory()
     if d is None:
         return None
+    where = heap()
+    if _state["off"]:               # NVRTC could not map the heap (said)
+        return None
+    if where.startswith("process"):
+        say("heap", "cuda-magic: NVRTC's precompiled-header heap could not be put at the address "
+            "every session shares (docs/real-code.md); the precompiled headers made now serve "
+            "this session only.")
     h = hashlib.sha256()
-    for part in (head, "\0".join(argv), salt, *(f"{k}\0{headers[k]}" for k in sorted(headers))):
+    for part in (head, "\0".join(argv), salt, where,
+                 *(f"{k}\0{headers[k]}" for k in sorted(headers))):
         h.update(part.encode())
         h.update(b"\1")
     path = os.path.join(d, h.hexdigest()[:32] + ".pch")
-    if _verified(path):
+    if path in _state["unfit"]:
+        return None
+    if path not in _state["remake"] and _verified(path):
         try:
             os.utime(path + _MAC)       # recently used: evicted last
         except OSError:
@@ -298,12 +323,16 @@ def plan(source: str, argv: Sequence[str], headers: Mapping[str, str], salt: str
 def created(tmp: str, path: str) -> bool:
     """A PCH was written to ``tmp``: publish it as ``path`` (signed), keep the directory under
     its cap.  False (said once, ``tmp`` removed) when it could not be published."""
+    replaced = False
     try:
-        os.replace(tmp, path)
+        os.replace(tmp, path)       # a process reading the old file keeps it whole
+        replaced = True
         sign(path)
+        _state["remake"].discard(path)
     except OSError as e:
         _unlink(tmp)
-        _remove(path)
+        if replaced:                # ours, unsigned: no process would use it
+            _remove(path)
         write_failed(os.path.dirname(path), f"{type(e).__name__}: {e.strerror or e}")
         return False
     _evict(keep=path)
@@ -332,9 +361,20 @@ def unmappable(why: str) -> None:
 
 
 def refused(path: str) -> None:
-    """NVRTC would not use the PCH we wrote at ``path`` (invalid): removed, so the next compile
-    makes it again."""
-    _remove(path)
+    """NVRTC would not use the PCH we wrote at ``path`` (invalid): the next compile makes it again,
+    replacing it (a rename: another process reading the old file keeps it whole).  Never removed
+    here, as another process may be using it."""
+    _state["remake"].add(path)
+
+
+def unfit(path: str) -> None:
+    """NVRTC would not use the PCH at ``path`` because it was made with the PCH heap at another
+    address (warning #20282; :mod:`.pch_heap` names PCHs by heap, so this is a process whose heap
+    could not be placed): kept for the processes it fits, not offered again here, said once."""
+    _state["unfit"].add(path)
+    say("unfit", f"cuda-magic: the precompiled header {os.path.basename(path)} was made with "
+        f"NVRTC's heap at another address than this process's; compiling without it (it is "
+        f"kept for the sessions it fits).")
 
 
 def lock() -> threading.Lock:

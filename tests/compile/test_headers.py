@@ -178,17 +178,17 @@ def test_pch_is_not_used_for_light_cells(tmp_path, monkeypatch, fresh_cache):
 
 def test_pch_heap_grows_when_nvrtc_needs_more(tmp_path, monkeypatch, fresh_cache):
     from cuda.bindings import nvrtc
+    from cuda_magic.compile import pch_heap
     from cuda_magic.compile.backends import nvrtc as backend
     monkeypatch.setenv("CUDA_MAGIC_PCH_DIR", str(tmp_path / "pch"))
-    monkeypatch.setattr(backend, "_PCH_HEAP", 16 << 20)
-    before = nvrtc.nvrtcGetPCHHeapSize()[1]
-    nvrtc.nvrtcSetPCHHeapSize(16 << 20)          # too small for CUB (~120 MiB)
-    try:
-        r = compile_source(CUB, cfg(), force=True)
-        assert r.pch == "created" and nvrtc.nvrtcGetPCHHeapSize()[1] >= 64 << 20
-        assert compile_source(CUB, cfg(), force=True).pch == "used"
-    finally:
-        nvrtc.nvrtcSetPCHHeapSize(max(before, nvrtc.nvrtcGetPCHHeapSize()[1]))
+    monkeypatch.setattr(backend, "_heap_size", [16 << 20])     # too small for CUB (~120 MiB)
+    r = compile_source(CUB, cfg(), force=True)
+    grown = backend._heap_size[0]
+    assert r.pch == "created" and grown >= 64 << 20 and nvrtc.nvrtcGetPCHHeapSize()[1] == grown
+    assert compile_source(CUB, cfg(), force=True).pch == "used"
+    assert pch_heap.token() == f"600000000000+{grown >> 20}M"      # placed again, at its address
+    # named for the heap it was made in: one file, none left for the 16 MiB heap
+    assert [f.suffix for f in (tmp_path / "pch").iterdir() if f.suffix != ".mac"] == [".pch"]
 
 
 def test_search_dirs_reads_every_spelling(here):

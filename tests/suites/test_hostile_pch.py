@@ -119,9 +119,9 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the limit fa
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 from cuda_magic import compile_source, ptx
 from cuda_magic.compile.backends import nvrtc
-tried, run = [], nvrtc._run                           # the PCH flags of each NVRTC run
-nvrtc._run = lambda n, s, argv, *r: tried.extend(a.split("=")[0] for a in argv
-                                                 if "-pch=" in a) or run(n, s, argv, *r)
+tried, run = [], nvrtc._run         # the PCH flags of each NVRTC run (not the heap's placing)
+nvrtc._run = lambda n, s, argv, *r: tried.extend(a.split("=")[0] for a in argv if "-pch=" in a
+                                                 and "cuda-magic-heap" not in s) or run(n, s, argv, *r)
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as record:
     rs = [compile_source(CELL.format(i), {"cuda": {"arch": ARCH}}, force=True) for i in (1, 2)]
@@ -149,7 +149,7 @@ def test_a_file_size_limit_compiles_without_a_pch_and_says_so_once(made, store, 
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["pch"] == ["", ""]
     assert got["argv"] == []                        # both compiled without one, as argv says
-    assert got["tried"] == ["--use-pch" if made else "--create-pch"]    # then no PCH at all
+    assert got["tried"] == []       # placing NVRTC's PCH heap failed: no PCH tried at all
     assert [stored(p) for p in got["ptx"]] == [1234568, 1234569]
     notes = [m for m in got["said"] if "precompiled header" in m]
     assert len(notes) == 1 and "ulimit -f" in notes[0] and "without" in notes[0], got["said"]
@@ -293,16 +293,19 @@ def test_a_corrupt_pch_is_replaced(store, fresh_cache):
 
 def test_a_pch_nvrtc_refuses_is_replaced_even_when_it_passes_our_check(store, monkeypatch,
                                                                         fresh_cache):
-    """Written by us, refused by NVRTC (warning #626: invalid): removed, so the next compile makes
-    it again, instead of compiling without it from then on."""
+    """Written by us, refused by NVRTC (warning #626: invalid): kept (another process may be
+    reading it) but made again over it by the next compile, instead of compiling without it from
+    then on; the new file is renamed into place (a new inode), so a reader keeps the old whole."""
     assert compile_source(cell(18), cfg(), force=True).pch == "created"
     name = pch_files(store)[0]
     (store / name).write_bytes(b"garbage" * 100)
     pch.sign(str(store / name))                    # as if we had written it so
+    bad = (store / name).stat().st_ino
     refused = compile_source(cell(19), cfg(), force=True)
     assert refused.pch == "" and value(refused) == 1234567 + 19
-    assert pch_files(store) == []
+    assert pch_files(store) == [name] and (store / name).stat().st_ino == bad     # not removed
     assert compile_source(cell(20), cfg(), force=True).pch == "created"
+    assert pch_files(store) == [name] and (store / name).stat().st_ino != bad
     assert compile_source(cell(21), cfg(), force=True).pch == "used"
 
 

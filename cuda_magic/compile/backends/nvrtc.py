@@ -39,6 +39,7 @@ from typing import Mapping, Sequence
 
 from ...errors import clip
 from .. import pch as _pch
+from .. import pch_heap
 from ..toolkit_headers import toolkit_dirs
 from ..parallel import cancel_events, doing
 from .base import Backend, CompileError, Output, ToolNotFoundError, ptxas_each
@@ -243,16 +244,19 @@ def _name_note(exc: CompileError, names: Sequence[str]) -> CompileError:
 
 def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch) -> Output:
     """The compile itself (in the worker thread), with a precompiled header when it helps."""
-    plan = (lambda: _pch.plan(source, argv, headers, pch)) if pch is not None \
-        and target_format != "ptx" and version_tuple() >= (12, 8) else (lambda: None)
+    plan = (lambda: _pch.plan(source, argv, headers, pch, heap=lambda: _heap(nvrtc))) \
+        if pch is not None and target_format != "ptx" and version_tuple() >= (12, 8) \
+        else (lambda: None)
     use = plan()
     if use and not use[1]:
         with doing(PCH_NOTE), _pch.lock():
             use = plan()            # another thread may have made it while this one waited
             if use and not use[1]:
-                out = _create(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
+                out = _create(nvrtc, source, argv, headers, name_expressions, target_format,
+                              use[0], plan)
                 if out is not None:
                     return out
+                use = None
     if use and use[1]:
         out = _use(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
         if out is not None:
@@ -263,12 +267,30 @@ def _compile(nvrtc, source, argv, target_format, name_expressions, headers, pch)
     return out
 
 
+def _heap(nvrtc) -> str:
+    """NVRTC's PCH heap, placed where every process puts it (:mod:`..pch_heap`): its token."""
+    def allocate():
+        _, log, *_ = _run(nvrtc, '#include "cuda-magic-heap.h"\n', (_NO_PCH,),
+                          {"cuda-magic-heap.h": ""}, (), "cubin")  # fails at once, heap mapped
+        if _MAP_FAULT in log:       # a file-size limit: no PCH in this process (said once)
+            _pch.unmappable(_MAP_FAULT)
+    # the size is a reservation, not memory in use
+    return pch_heap.place(_heap_size[0], nvrtc.nvrtcSetPCHHeapSize, allocate)
+
+
+_NO_PCH = "--use-pch=/nonexistent/cuda-magic.pch"
+
+
+_heap_size = [512 << 20]    # NVRTC's default is 256 MiB; a CUB cell needs ~120 (~300 before UNROLL)
+
+
 _USED = "using precompiled header"
 
 
 def _use(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output | None:
-    """Compile with the PCH at ``path``; None when NVRTC would not use it (then it is removed,
-    so the next compile makes it again, and this one compiles without it)."""
+    """Compile with the PCH at ``path``; None when NVRTC would not use it: this one compiles
+    without it, and the next makes it again (replacing it), unless it was made for a heap at
+    another address (:func:`..pch.unfit`: kept for the processes it serves)."""
     with_pch = (*argv, f"--use-pch={path}")
     status, log, out, *_ = _run(nvrtc, source, with_pch, headers, name_expressions, target_format)
     if _USED in log:
@@ -279,13 +301,16 @@ def _use(nvrtc, source, argv, headers, name_expressions, target_format, path) ->
         raise CompileError("nvrtc", log or status.name, with_pch, source, FILENAME)
     if _MAP_FAULT in log:       # this process cannot map it (a file-size limit): the PCH is fine
         _pch.unmappable(_MAP_FAULT)
-        return out
-    _pch.refused(path)          # invalid (warning #626), or it broke the compile: made again next
-    return out                  # time; a failed compile is compiled again without it
+    elif _HEAP_MOVED in log:    # made where this process's heap is not: someone else's, kept
+        _pch.unfit(path)
+    else:                       # invalid (warning #626), or it broke the compile: made again
+        _pch.refused(path)      # next time; a failed compile is compiled again without it
+    return out
 
 
+# NVRTC's warning #20282: the PCH was made with its heap at another address (:mod:`..pch_heap`)
+_HEAP_MOVED = "incompatible precompiled header (PCH) heap allocation address"
 PCH_NOTE = "building a one-off precompiled header"
-_PCH_HEAP = 512 << 20   # NVRTC's default is 256 MiB; a CUB cell needs ~120 MiB (~300 before UNROLL)
 _WRITE_FAULT = re.compile(r"(?:error|warning)[^\n]*?(?:PCH file|precompiled header)[^\n]*", re.I)
 # NVRTC's "could not create PCH file because there were compilation errors": the headers failed
 # (the compile says why), which is no fault of the PCH directory
@@ -295,23 +320,32 @@ _SOURCE_FAULT = "because there were compilation errors"
 _MAP_FAULT = "unable to obtain mapped memory"
 
 
-def _create(nvrtc, source, argv, headers, name_expressions, target_format, path) -> Output | None:
-    """Compile while writing the PCH (growing NVRTC's PCH heap once if it is too small).  None
-    when NVRTC could not write the PCH (a full disk: said once by :func:`..pch.write_failed`)
-    and the compile failed for it: the caller compiles without one."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    if os.path.lexists(tmp) and not os.path.isdir(tmp):
-        os.unlink(tmp)          # ours, left by an interrupted process
-    create = (*argv, f"--create-pch={tmp}")
-    if nvrtc.nvrtcGetPCHHeapSize()[1] < _PCH_HEAP:   # a reservation, not memory in use
-        nvrtc.nvrtcSetPCHHeapSize(_PCH_HEAP)
+def _create(nvrtc, source, argv, headers, name_expressions, target_format, path,
+            plan) -> Output | None:
+    """Compile while writing the PCH at ``path`` (growing NVRTC's PCH heap once if it is too
+    small: the heap's size is in the PCH's name, so ``plan()`` names it again).  None when NVRTC
+    could not write the PCH (a full disk: said once by :func:`..pch.write_failed`) and the
+    compile failed for it, or when the bigger heap's PCH could not be had: the caller compiles
+    without one."""
     for attempt in range(2):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        if os.path.lexists(tmp) and not os.path.isdir(tmp):
+            os.unlink(tmp)          # ours, left by an interrupted process
+        create = (*argv, f"--create-pch={tmp}")
         status, log, out, pch, need = _run(nvrtc, source, create, headers, name_expressions,
                                            target_format)
         if need is None or attempt or out is None:
             break
         step = 64 << 20         # the heap was too small: grow it and make the PCH again, once
-        nvrtc.nvrtcSetPCHHeapSize((need + step - 1) // step * step)
+        _heap_size[0] = max(_heap_size[0], (need + step - 1) // step * step)
+        if os.path.lexists(tmp) and not os.path.isdir(tmp):
+            os.unlink(tmp)
+        use = plan()
+        if not use:
+            return None
+        if use[1]:              # another process made it with a heap this size
+            return _use(nvrtc, source, argv, headers, name_expressions, target_format, use[0])
+        path = use[0]
     made = pch == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.isfile(tmp) \
         and not os.path.islink(tmp)
     if made:        # the PCH holds the leading directives only: kept even when the body failed,

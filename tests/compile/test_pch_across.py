@@ -112,3 +112,21 @@ def test_a_pch_made_for_a_heap_elsewhere_is_skipped_said_once_and_kept(store, tm
     assert len(notes) == 1 and "another address" in notes[0] and "kept" in notes[0]
     assert files(store) == made
     assert session(store, tmp_path, 4)["pch"] == ["used"]
+
+
+# a session that has run a kernel before its first heavy cell (CUDA's own mappings are there)
+LAUNCHED = """
+import numpy as np, cuda_magic
+one = cuda_magic.build('extern "C" __global__ void one(int* y) { y[0] = 1; }', {"arch": ARCH})
+y = np.zeros(1, np.int32)
+one.kernels["one"][(1,), (1,)](y)
+assert y[0] == 1
+"""
+
+
+@pytest.mark.gpu
+def test_a_session_that_ran_kernels_shares_pchs_too(store, tmp_path):
+    first = session(store, tmp_path, 1, patch=LAUNCHED)
+    assert first["pch"] == ["created"] and first["token"].startswith("600000000000+")
+    later = session(store, tmp_path, 2, patch=LAUNCHED)
+    assert later["pch"] == ["used"] and later["token"] == first["token"]

@@ -280,3 +280,21 @@ def test_blocks_run_without_gpu(path, tmp_path, monkeypatch):
 def test_blocks_run_on_gpu(path, tmp_path, monkeypatch):
     """Every block, as pasted: the arch is the GPU's."""
     run_file(path, tmp_path, monkeypatch, gpu=True)
+
+
+def test_ci_runs_exactly_the_readmes_two_commands():
+    """``.ci/run`` checks the README has each of its commands as a line, then runs those: the
+    check itself is tested here (with a README lacking one, it exits before installing)."""
+    import re
+    import subprocess
+    ci = (ROOT / ".ci" / "run").read_text()
+    commands = re.findall(r"^(?:MAIN|TESTS)='(.*)'$", ci, re.M)
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(commands) == 2 and all(c in lines for c in commands)
+    assert ci.count('eval "$MAIN"') == 1 and ci.count('eval "$TESTS"') == 1
+    check = ci[ci.index("MAIN="):ci.index("done\n") + 5]
+    ok = subprocess.run(["bash", "-c", check], cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(["bash", "-c", check.replace("README.md", "/dev/null")], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "has no line: pip install -e . && python3" in bad.stderr

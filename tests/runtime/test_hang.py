@@ -412,3 +412,28 @@ def test_the_corpus_hangs_are_diagnosed_to_their_lines(file, launch):
         assert line in found, (who, line, what, str(info.value))
     assert "helper process that ran it ends now" in str(info.value)
     assert cuda_magic.lost() is None
+
+
+def test_the_watchdog_waits_quietly_while_the_driver_is_gone(module, fake, monkeypatch):
+    """A launch still watched when the driver goes (here: the fake one removed, as a test's
+    teardown does): no traceback from the thread, which stays (launch plans write to WATCH
+    without starting one) and watches again once a driver is back."""
+    died = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    fake.busy_until = float("inf")
+    x = fd.FakeCupy(0x1000, "int32", (2048,))
+    module.parity_hang[(8,), (256,)](x, 2048)
+    thread = watchdog._thread["t"]
+    assert thread.is_alive() and 0 in watchdog.WATCH
+
+    def gone():
+        raise cuda_magic.NoGPUError("no driver")
+    monkeypatch.setattr(driver, "api", gone)
+    time.sleep(3 * watchdog.PERIOD)
+    assert thread.is_alive() and died == [] and 0 in watchdog.WATCH
+    monkeypatch.undo()
+    fake.busy_until = 0.0               # the kernel ended: forgotten once the driver answers
+    deadline = time.monotonic() + 3
+    while 0 in watchdog.WATCH and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert 0 not in watchdog.WATCH and watchdog._thread["t"] is thread and died == []

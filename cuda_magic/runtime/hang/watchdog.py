@@ -75,7 +75,12 @@ def _run() -> None:
             _wake.clear()
             continue
         time.sleep(PERIOD)
-        drv = driver.api()
+        try:
+            drv = driver.api()
+        except Exception:       # no driver now (a test's fake one removed): wait for one; the
+            _wake.wait(1.0)     # launch plans write to WATCH without starting a thread
+            _wake.clear()
+            continue
         for stream, entry in list(WATCH.items()):
             if driver.lost() is not None:
                 break

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Resources", "parse_ptxas"]
+__all__ = ["Resources", "parse_ptxas", "without"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,30 @@ def parse_ptxas(log: str) -> dict[str, Resources]:
             name = m.group(1)
             update(name, warnings=(funcs[name].warnings if name in funcs else ()) + (line,))
     return funcs
+
+
+_OVERRIDE = re.compile(r"for '([^']+)' with")
+
+
+def without(log: str, names) -> str:
+    """``log`` without ptxas's lines about the kernels ``names`` (their entry block, their
+    register-limit and warning lines): what a build compiled only as emptied bodies."""
+    names = set(names)
+    if not names:
+        return log
+    out, dropping = [], False
+    for raw in log.splitlines(keepends=True):
+        line = raw.strip()
+        if m := _ENTRY.search(line):
+            dropping = m.group(1) in names
+        elif m := _PROPS.search(line):
+            dropping = m.group(1) in names
+        elif (m := _OVERRIDE.search(line)) or (line.startswith("ptxas warning")
+                                               and (m := _WARN_FN.search(line))):
+            if m.group(1) in names:
+                continue
+        elif not (line.startswith("ptxas") or raw[:1].isspace()):
+            dropping = False        # not ptxas's (nor nvcc's indented) lines: another tool's
+        if not dropping:
+            out.append(raw)
+    return "".join(out)

@@ -16,7 +16,7 @@ from typing import Any
 from ..cell import Module
 from ..compile.compiler import CompilationResult
 from ..config import KEYS, LIST_KEYS, Resolved
-from ..compile.ptxas import Resources
+from ..compile.ptxas import Resources, without
 
 __all__ = ["Entry", "Build", "Content", "content", "value_text", "argv_text"]
 
@@ -64,6 +64,19 @@ class Content:
     @property
     def entries(self) -> list[tuple[Build, Entry]]:
         return [(b, e) for b in self.builds for e in b.entries]
+
+    def log(self, b: Build) -> tuple[str, str | None]:
+        """``b``'s compiler log without ptxas's lines about the kernels other builds are for
+        (``b`` compiled those as emptied bodies), and a note naming them (None if none)."""
+        mine = {e.key for e in b.entries}
+        others = {e.key: e.name for o in self.builds if o is not b for e in o.entries
+                  if e.symbol and e.key not in mine}
+        text = without(b.result.log, others)
+        if text == b.result.log:
+            return text, None
+        return text, (f"ptxas's lines about {', '.join(dict.fromkeys(others.values()))} are left "
+                      f"out: this build compiled them with empty bodies (their own builds' logs "
+                      f"have them)")
 
     def header(self) -> str:
         """One line: kernels · arch · compiler · format · time · cache · modules."""

@@ -312,7 +312,10 @@ def log(c: Content) -> str:
             parts.append(note(supplied_note(b.result.supplied_headers)))
         if families := families_note(b.result.compiler):
             parts.append(note(families))
-        text = b.result.log.strip("\n")
+        text, left_out = c.log(b)
+        if left_out:
+            parts.append(note(left_out))
+        text = text.strip("\n")
         if not text:
             parts.append(note("(the compiler printed nothing)"))
             continue

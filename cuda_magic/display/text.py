@@ -96,7 +96,9 @@ def log(c: Content) -> str:
             parts.append(f"-- {b.label} --")
         parts += [supplied_note(b.result.supplied_headers)] if b.result.supplied_headers else []
         parts += [n for n in [families_note(b.result.compiler)] if n]
-        parts.append(b.result.log.strip("\n") or "(the compiler printed nothing)")
+        text, left_out = c.log(b)
+        parts += [left_out] if left_out else []
+        parts.append(text.strip("\n") or "(the compiler printed nothing)")
     return "\n".join(parts)
 
 

@@ -64,3 +64,21 @@ _fragments = st.sampled_from(OLDER_NVCC.splitlines() + NVRTC.splitlines() + [
 def test_parser_never_raises(lines):
     for name, res in parse_ptxas("\n".join(lines)).items():
         assert res.name == name and res.registers >= 0
+
+
+def test_without_drops_one_kernels_lines_in_either_format():
+    from cuda_magic.compile.ptxas import without
+    for log in (OLDER_NVCC, NVRTC):
+        kernel = next(n for n, r in parse_ptxas(log).items() if r.entry)
+        left = without(log, {kernel})
+        assert kernel not in parse_ptxas(left) and kernel not in left
+        assert "_Z6helper" in left and "0 bytes gmem" in left       # what is not the kernel's
+        assert without(log, {"other"}) == log and without(log, ()) == log
+
+
+def test_without_keeps_the_other_kernels_block_whole():
+    from cuda_magic.compile.ptxas import without
+    two = NVRTC + NVRTC.replace("'scale'", "'other'").replace("for scale", "for other") \
+        .replace("31 registers", "7 registers")
+    left = parse_ptxas(without(two, {"scale"}))
+    assert "scale" not in left and left["other"].registers == 7 and left["other"].stack_frame == 128

@@ -328,3 +328,34 @@ def test_static_sass_from_the_environment(monkeypatch):
         assert CudaMagics(shell=None).static_sass is False
     finally:
         settings.reset("static_sass")
+
+
+PER_KERNEL = '''//| ptxas: [-v]
+
+extern "C" __global__ void plain(float* x) { x[threadIdx.x] = 1.f; }
+
+//| ptxas: [-v, --maxrregcount=32]
+extern "C" __global__ void capped(float* x) { x[threadIdx.x] = sinf(x[threadIdx.x]) * 3.f; }
+'''
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_each_builds_log_shows_only_the_kernels_it_is_for(compiler):
+    """Per-kernel configs: each build compiles the other kernels as empty bodies; its Log (text
+    and HTML) leaves out ptxas's lines about those, says so, and agrees with the Resources."""
+    from cuda_magic.display import content, markup, text
+    m = build(PER_KERNEL, {"arch": ARCH, "compiler": compiler})
+    c = content.content(m)
+    assert [b.label for b in c.builds] == ["plain", "capped"]
+    logs = text.log(c).split("-- capped --")
+    for mine, other, log in (("plain", "capped", logs[0]), ("capped", "plain", logs[1])):
+        entries = re.findall(r"Compiling entry function '([^']+)'", log)
+        assert len(entries) == 1 and mine in entries[0], log
+        assert f"ptxas's lines about {other} are left out" in log
+    html = markup.log(c)
+    assert html.count("Compiling entry function") == 2 and "are left out" in html
+    for b in c.builds:                                 # the Resources table's figure is the log's
+        (e,) = b.entries
+        used = re.search(rf"Function properties for {re.escape(e.key)}.*?Used (\d+) registers",
+                         c.log(b)[0], re.S)
+        assert int(used.group(1)) == b.resources(e).registers

@@ -2,7 +2,9 @@
 
 Nothing shows for work under :data:`DELAY` seconds.  In a notebook the line is an
 output updated in place (and emptied when the work ends, the result's view says how
-long it took); in a terminal it is one line on stderr, finished with the time taken.
+long it took); in a terminal it is one line on stderr, finished with where the work got to
+(when it said more since: "tuning: 0/12 builds compiled… tuning: 12/12 builds compiled: 3.1 s")
+and the time taken.
 """
 
 from __future__ import annotations
@@ -26,21 +28,22 @@ class Status:
         self.handle = None          # the notebook output, once shown
         self.shown_at: float | None = None
         self.started = time.monotonic()
-        self.what = ""
+        self.what = ""              # what the line shows
+        self.latest = ""            # what the work said last
 
     def __call__(self, what: str, seconds: float) -> None:
+        self.latest = what
         if seconds < DELAY:
             return
-        now = time.monotonic()
-        if self.shown_at is not None and (not self.live or now - self.shown_at < EVERY) \
-                and what == self.what:
-            return
-        self.what, self.shown_at = what, now
-        if not self.live:
+        if not self.live:           # one line, printed once; close() ends it
             if self.handle is None:
-                self.handle = True
+                self.handle, self.what = True, what
                 print(f"{what}…", end="", file=self.stream or sys.stderr, flush=True)
             return
+        now = time.monotonic()
+        if self.shown_at is not None and now - self.shown_at < EVERY and what == self.what:
+            return
+        self.what, self.shown_at = what, now
         from IPython.display import HTML, display
         line = f"{what}… {seconds:.1f} s"
         bundle = HTML(f'<div style="font-family: monospace; opacity: 0.7">{html.escape(line)}</div>')
@@ -56,9 +59,10 @@ class Status:
         if self.live:
             from IPython.display import HTML
             self.handle.update(HTML(""))
-        else:
-            print(f" {time.monotonic() - self.started:.1f} s", file=self.stream or sys.stderr,
-                  flush=True)
+        else:       # the line was printed once: it ends with where the work got to, if further
+            end = f" {self.latest}:" if self.latest != self.what else ""
+            print(f"{end} {time.monotonic() - self.started:.1f} s",
+                  file=self.stream or sys.stderr, flush=True)
         self.handle = None
 
     def __enter__(self) -> "Status":

@@ -25,6 +25,7 @@ from ..compile.compiler import set_cache_dir
 from ..compile.header_store import define_header, header_users, note_users
 from ..config import ConfigError, get_preset
 from ..config import validate as validate_config
+from ..errors import TuneRunError, clip
 from ..display import ConfigView, HeaderView
 from ..display import frontend as _frontend
 from ..variants import INPUTS, TOGGLES
@@ -417,6 +418,12 @@ class CudaMagics(Magics):
         _namespace.bind_tuning(self.shell, tuning, args.name)
         self._note_header_users([c.module for c in tuning.candidates if c.module is not None],
                                 "%%cuda_tune")
+        if tuning.candidates and all(c.status == "failed" for c in tuning.candidates):
+            display(tuning)         # the table says why each failed; the cell stops, as %%cuda's
+            first = tuning.candidates[0]
+            raise TuneRunError(f"every candidate failed to compile ({len(tuning.candidates)}; "
+                               f"the table above says why; the first, {first.label}: "
+                               f"{clip(first.reason, 160)})")
         if args.write:
             if tuning.cell is not None:
                 self.shell.set_next_input(tuning.cell, replace=False)

@@ -34,6 +34,19 @@ def test_status_says_nothing_for_quick_work_then_one_terminal_line():
     assert text.rstrip().endswith(" s")
 
 
+def test_a_terminal_line_ends_with_where_the_work_got_to():
+    """The line is printed once (a terminal is not redrawn), so its end says the last count,
+    not the first one's stale figure."""
+    out = io.StringIO()
+    with progress.Status(live=False, stream=out) as status:
+        status("tuning: 0/12 builds compiled", progress.DELAY)
+        status("tuning: 5/12 builds compiled", progress.DELAY + 0.1)
+        status("tuning: 12/12 builds compiled", progress.DELAY + 0.2)
+    text = out.getvalue()
+    assert text.startswith("tuning: 0/12 builds compiled… tuning: 12/12 builds compiled: ")
+    assert text.count("\n") == 1 and text.rstrip().endswith(" s") and "5/12" not in text
+
+
 def test_listeners_hear_the_compile_waits_on_the_main_thread_only():
     heard = []
     with parallel.progress(lambda what, s: heard.append((what, s))):

@@ -131,6 +131,22 @@ def test_macros_and_failed_builds(shell):
     assert [p.kind for p in t.parameters] == ["macro"]
 
 
+def test_a_sweep_whose_every_candidate_fails_stops_the_cell_after_its_table(shell, capsys):
+    """As a %%cuda cell that does not compile: "Run all" stops there; the table is shown first
+    and the Tuning is bound (--name) to look at."""
+    from cuda_magic.errors import TuneRunError
+    cell = "#error never\nextern \"C\" __global__ void k(float* y) { y[0] = TILE; }\n"
+    shell.user_ns.pop("t", None)
+    with pytest.raises(TuneRunError, match=r"every candidate failed to compile \(2; the table "
+                                           r"above says why; the first, TILE=1: compile "
+                                           r"error: .*never") as err:
+        tune(shell, '--space "TILE=[1, 2]" --compile-only --name t', cell)
+    assert [c.status for c in shell.user_ns["t"].candidates] == ["failed", "failed"]
+    shown = capsys.readouterr().out
+    assert "2 candidates failed" in shown and "both candidates failed to compile the same way" in shown
+    assert "Traceback" not in "\n".join(err.value._render_traceback_())
+
+
 def test_name_binds_the_tuning(shell):
     shell.user_ns.pop("t", None)
     t = tune(shell, f"{SPACE} --compile-only --name t")
@@ -300,7 +316,10 @@ def test_compile_only_without_a_block_shows_occupancy_and_what_was_done(shell):
 
 def test_one_compile_error_of_every_candidate_shows_once(shell):
     broken = GEMM.replace("threadIdx.x;", "threadIdx.x")
-    t = tune(shell, f"{SPACE} --compile-only", broken)       # no error raised: a sweep result
+    from cuda_magic.errors import TuneRunError
+    with pytest.raises(TuneRunError, match="every candidate failed to compile"):
+        tune(shell, f"{SPACE} --compile-only --name t", broken)   # the cell stops; t is bound
+    t = shell.user_ns["t"]
     assert t.counts == {"failed": 8} and all(c.log and c.error is not None for c in t.candidates)
     shown = shell.display_formatter.format(t)[0]
     text, html = shown["text/plain"], shown["text/html"]

@@ -18,7 +18,7 @@ from ..inspect.archs import BLOCK_SIZES
 from . import markup
 from .compare import html_pair, text_pair
 from .frontend import live
-from .text import table as text_table
+from .text import WIDTH, table as text_table
 
 __all__ = ["several", "matrix", "pair", "text", "html_section", "add_tab", "BLOCK"]
 
@@ -94,15 +94,25 @@ def text(m, block: int = BLOCK, raw: bool = False, kernel: str | None = None) ->
         return []
     head, rows = matrix(m, block, kernel)
     a, b = m.archs[:2]
-    out = [f"archs ({', '.join(m.archs)}; occupancy at {block} threads per block)",
-           *text_table(head, [[k, label, *values, "*" if differs else ""]
-                              for k, label, values, differs in rows]),
+    table = text_table(head, [[k, label, *values, "*" if differs else ""]
+                              for k, label, values, differs in rows])
+    if max(map(len, table)) > WIDTH:        # too many archs side by side: an arch per row
+        labels = list(dict.fromkeys(label for _, label, _, _ in rows))
+        by = {(k, label): values for k, label, values, _ in rows}
+        kernels = list(dict.fromkeys(k for k, _, _, _ in rows))
+        table = text_table(["kernel", "arch", *labels],
+                           [[k, arch, *[by[k, label][i] for label in labels]]
+                            for k in kernels for i, arch in enumerate(head[2:])])
+    out = [f"archs ({', '.join(m.archs)}; occupancy at {block} threads per block)", *table,
            f"SASS {b} vs {a}" + (" (raw registers)" if raw else "")
            + " (the first two archs; the widget's Archs tab compares any two)"]
     for name, x, y in _pairs(m, a, b, kernel):
         d, raw_diff, summary = pair(m, name, x, y, raw)
-        out += ["  " + line for line in text_pair(name, x, y, d, "side", summary=summary,
-                                                  raw_changed=raw_diff.changed)]
+        lines = text_pair(name, x, y, d, "side", summary=summary, raw_changed=raw_diff.changed)
+        if max(map(len, lines)) + 2 > WIDTH:       # the two sides do not fit: one above the other
+            lines = text_pair(name, x, y, d, "unified", summary=summary,
+                              raw_changed=raw_diff.changed)
+        out += ["  " + line for line in lines]
     return out
 
 

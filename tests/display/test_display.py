@@ -213,7 +213,33 @@ def test_terminal_text_is_readable(shell):
     assert re.search(r"^  nvrtc\s+\[\"--use_fast_math\", \"--maxrregcount=24\"\]\s+\[cell\]$", text, re.M)
     assert re.search(r"^  heavy\s+24\s+1272\s+1316\s+", text, re.M)
     assert "<" not in text.replace("<", "", 0) or not re.search(r"<[a-z]+[ >]", text)  # no HTML
-    assert max(len(line) for line in lines if not line.startswith("argv")) < 160
+    assert max(len(line) for line in lines) <= 100
+
+
+ARCHS = "sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120"
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_terminal_text_of_a_list_of_archs_fits_100_columns(shell, compiler):
+    """Six archs used to print a config table and argv lines ~300 columns wide: the builds that
+    differ only in their arch are one block and one argv line; the exact argvs stay one
+    show(m, "argv") away."""
+    m = shell.run_cell_magic("cuda", f"--arch {ARCHS} --compiler {compiler}", SAXPY)
+    text = shell.display_formatter.format(m)[0]["text/plain"]
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    assert text.count("(6 builds, one per arch):") == 1
+    assert re.search(r"^    arch\s+sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_120\s+\[cell\]$",
+                     text, re.M)
+    argv_lines = [ln for ln in text.splitlines() if ln.startswith("argv")]
+    if compiler == "nvrtc":
+        assert len(argv_lines) == 1
+        assert "sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_120" in argv_lines[0]
+    else:       # nvcc spells the "a" archs -gencode=arch=compute_90a,code=sm_90a: two shapes
+        assert len(argv_lines) == 2 and "sm_90a, sm_100a" in argv_lines[1]
+    assert "=<arch>" in text
+    exact = cuda_magic.display.text.exact_argv([(b.label, b.result.argv)
+                                                for b in cuda_magic.display.content.content(m).builds])
+    assert len(exact.splitlines()) == 6 and "<arch>" not in exact
 
 
 def test_show_prints_each_part(capsys):

@@ -107,3 +107,54 @@ def test_ftz_comparison_toggles(lab):
     finally:
         page.screenshot(path=png, full_page=True, timeout=15_000)
     assert png.stat().st_size > 0
+
+
+# each token's text -> its colour, per code cell, as the page shows them
+_TOKENS_JS = """() => {
+  const probe = (v) => {
+    const el = document.createElement('span');
+    el.style.color = `var(${v})`;
+    document.querySelector('.jp-Notebook').appendChild(el);
+    const c = getComputedStyle(el).color; el.remove(); return c;
+  };
+  const cells = [...document.querySelectorAll('.jp-CodeCell .cm-content')];
+  return {
+    keyword: probe('--jp-mirror-editor-keyword-color'),
+    comment: probe('--jp-mirror-editor-comment-color'),
+    cells: cells.map(content => [...content.querySelectorAll('.cm-line span')]
+      .map(s => [s.textContent.trim(), getComputedStyle(s).color])),
+  };
+}"""
+
+HIGHLIGHT_CELLS = [
+    '%%cuda --arch sm_90a\n// scale by two\nextern "C" __global__ void twice(float* x) { x[0] *= 2; }',
+    "extern = 4 // 2  # Python: a name, then floor division",
+    '%%cuda_header twice.cuh\n/* shared */\nstatic const int N = 8;',
+    "%%time\nextern = 1",
+]
+
+
+def test_cuda_cells_are_highlighted_as_cpp(lab):
+    """The extension (labextension/, installed by pip): a %%cuda or %%cuda_header cell's body is
+    C++ (a keyword such as `extern`, a `//` or `/* */` comment coloured so); a Python cell, and
+    another cell magic's body, are not."""
+    import json
+    root, page, base, token = lab
+    (root / "highlight.ipynb").write_text(json.dumps(bu.notebook(HIGHLIGHT_CELLS)))
+    png = bu.artifacts_dir() / "highlight.png"
+    png.unlink(missing_ok=True)
+    try:
+        bu.open_notebook(page, base, token, "highlight.ipynb", timeout=60)
+        page.wait_for_function("() => document.querySelectorAll('.jp-CodeCell .cm-line span')"
+                               ".length > 8", timeout=30_000)
+        got = page.evaluate(_TOKENS_JS)
+    finally:
+        page.screenshot(path=png, full_page=True, timeout=15_000)
+    keyword, comment = got["keyword"], got["comment"]
+    cuda, python, header, timed = ({text: colour for text, colour in cell} for cell in got["cells"])
+    assert cuda.get("extern") == keyword and cuda.get("// scale by two") == comment, cuda
+    assert header.get("static") == keyword and header.get("/* shared */") == comment, header
+    assert python.get("extern") != keyword and python.get("# Python: a name, then floor division") \
+        == comment, python
+    assert not any(c == comment for t, c in python.items() if "//" in t), python
+    assert timed.get("extern") != keyword, timed          # %%time's body stays Python

@@ -145,8 +145,14 @@ def test_cuda_cells_are_highlighted_as_cpp(lab):
     png.unlink(missing_ok=True)
     try:
         bu.open_notebook(page, base, token, "highlight.ipynb", timeout=60)
-        page.wait_for_function("() => document.querySelectorAll('.jp-CodeCell .cm-line span')"
-                               ".length > 8", timeout=30_000)
+        try:        # CodeMirror parses in slices: wait for the last token looked at, coloured
+            page.wait_for_function(f"() => {{ const t = ({_TOKENS_JS})(); const c = t.cells;"
+                                   f" const kw = (cell, word) => cell.some(([s, k]) => s === "
+                                   f"word && k === t.keyword); return c.length === 4 && "
+                                   f"kw(c[0], 'extern') && kw(c[2], 'static'); }}",
+                                   timeout=20_000)
+        except Exception:           # the assertions below say what is missing
+            pass
         got = page.evaluate(_TOKENS_JS)
     finally:
         page.screenshot(path=png, full_page=True, timeout=15_000)

@@ -43,7 +43,7 @@ def cluster():
         p for p in (str(SITE), str(BENCHMARKS), str(HERE.parent), saved) if p)
     try:
         c = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                     dashboard_address=None, worker_dashboard_address=None)
+                                     dashboard_address=":0", worker_dashboard_address=None)
         client = distributed.Client(c, set_as_default=False)
         yield c, client
         client.close()
@@ -238,7 +238,7 @@ def test_a_cluster_with_no_gpu_is_refused_at_connect(monkeypatch):
     launches stay here."""
     monkeypatch.setenv("PYTHONPATH", str(HERE.parent))      # not the stub's site directory
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, worker_dashboard_address=None) as c, \
+                                  dashboard_address=":0", worker_dashboard_address=None) as c, \
             distributed.Client(c, set_as_default=False) as client:
         with pytest.raises(RemoteError, match=r"the Dask cluster at tcp://.* has no GPU: its 1 "
                                               r"worker\(s\) see none"):
@@ -250,7 +250,7 @@ def test_a_cluster_that_goes_away_is_an_error_naming_it(cluster, module):
     """The module's cluster fixture set the stub's site directory: this second cluster's
     workers have the stub GPU too.  Closed under a session, its next launch is a short error."""
     c = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                 dashboard_address=None, worker_dashboard_address=None)
+                                 dashboard_address=":0", worker_dashboard_address=None)
     client = distributed.Client(c, set_as_default=False)
     try:
         far = cuda_magic.remote(client)

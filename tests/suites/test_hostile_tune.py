@@ -233,7 +233,7 @@ def test_ctrl_c_stops_a_sweep_on_a_real_local_cluster(stand_in, monkeypatch, pro
             if sweeping.is_set():
                 os.kill(os.getpid(), signal.SIGINT)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=processes,
-                                  dashboard_address=None, silence_logs=50) as cluster, \
+                                  dashboard_address=":0", silence_logs=50) as cluster, \
             distributed.Client(cluster) as client:
         if processes:       # the worker's own pools module starts the stand-in helper
             client.run(setattr, pools, "MODULE", "hostile_tune_helper")

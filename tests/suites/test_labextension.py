@@ -41,4 +41,5 @@ def test_jupyterlab_lists_it_enabled():
                          capture_output=True, text=True, timeout=120)
     text = out.stdout + out.stderr
     line = next((ln for ln in text.splitlines() if "cuda-magic-highlight" in ln), "")
-    assert "enabled" in line and "OK" in line and "(python, cuda-magic)" in line, text[-2000:]
+    assert "enabled" in line and "OK" in line and "(python, cuda-magic)" in line, \
+        f"not installed where JupyterLab looks: run pip install -e . again\n{text[-2000:]}"

@@ -61,7 +61,7 @@ def place(size: int, resize: Callable[[int], object], allocate: Callable[[], obj
             allocate()
         finally:
             _release(held or ())
-        placed = held is not None and (ADDRESS, ADDRESS + size) in _mapped()
+        placed = held is not None and _covered(ADDRESS, ADDRESS + size)
         _state["n"] += 1
         _state["size"] = size
         _state["token"] = (f"{ADDRESS:x}+{size >> 20}M" if placed
@@ -82,6 +82,20 @@ def _mapped() -> list[tuple[int, int]]:
             lo, hi = fields[0].split("-")
             out.append((int(lo, 16), int(hi, 16)))
     return sorted(out)
+
+
+def _covered(lo: int, hi: int) -> bool:
+    """Whether ``[lo, hi)`` is mapped from ``lo`` on without a gap (the heap may show as several
+    mappings, or merged with a neighbour)."""
+    at = None
+    for start, end in _mapped():
+        if at is None and start <= lo < end:
+            at = end
+        elif at is not None and start == at:
+            at = end
+        if at is not None and at >= hi:
+            return True
+    return False
 
 
 def _libc():

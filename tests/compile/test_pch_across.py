@@ -130,3 +130,15 @@ def test_a_session_that_ran_kernels_shares_pchs_too(store, tmp_path):
     assert first["pch"] == ["created"] and first["token"].startswith("600000000000+")
     later = session(store, tmp_path, 2, patch=LAUNCHED)
     assert later["pch"] == ["used"] and later["token"] == first["token"]
+
+
+def test_a_heap_split_into_mappings_or_merged_with_one_counts_as_placed(monkeypatch):
+    """NVRTC maps files over parts of its heap, and the kernel merges like neighbours: the
+    check is for [address, address + size) mapped without a gap, not one exact mapping."""
+    from cuda_magic.compile import pch_heap
+    spans = [(0x1000, 0x2000), (0x10000, 0x18000), (0x18000, 0x30000), (0x40000, 0x50000)]
+    monkeypatch.setattr(pch_heap, "_mapped", lambda: spans)
+    assert pch_heap._covered(0x10000, 0x30000)            # two mappings, end to end
+    assert pch_heap._covered(0x12000, 0x30000)            # merged with one below
+    assert not pch_heap._covered(0x10000, 0x31000)        # short of the end
+    assert not pch_heap._covered(0x30000, 0x40000)        # nothing there

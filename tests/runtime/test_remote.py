@@ -384,3 +384,25 @@ def test_the_table_keeps_a_failed_gpu_in_its_row():
                                     "failed"]
     assert lines[3].endswith("CudaError: built for sm_90a")
     assert "<table" in cuda_magic.display.view(table)._repr_html_()
+
+
+def test_a_tls_cluster_by_its_address_and_security(cluster, module):
+    """Dask's TLS (docs/remote.md, Security): ``remote("tls://...", security=...)`` connects,
+    and a launch's arrays go there and back over it.  (Dask's throwaway certificates here;
+    a real cluster's come from its admin.)"""
+    pytest.importorskip("cryptography")
+    from distributed.security import Security
+    security = Security.temporary()
+    c = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                 protocol="tls", security=security, dashboard_address=":0",
+                                 worker_dashboard_address=None)
+    try:
+        assert c.scheduler_address.startswith("tls://")
+        far = cuda_magic.remote(c.scheduler_address, security=security)
+        x, y = _xy()
+        module.scale[1, 64](x, y, 4.0, 64)
+        assert y.tolist() == (4 * x).tolist()
+        assert far.gpu().worker.startswith("tls://")
+    finally:
+        cuda_magic.remote(None)
+        c.close()

@@ -43,10 +43,11 @@ def config(columns, argvs=(), fold_unused: bool = False) -> str:
             out.append(f"  {label}:")
             out += table(["key", "value", "layer"],
                          [[key] + cells_of([cells[at[0]]]) if key != "arch" else
-                          [key, ", ".join(cells[i][0] for i in at), f"[{cells[at[0]][1]}]"]
+                          [key] + cells_of([(", ".join(cells[i][0] for i in at), cells[at[0]][1])])
                           for key, cells in rows], indent="    ")[1:]
     compilers = " and ".join(dict.fromkeys(r["compiler"] for _, r in columns if "compiler" in r))
-    unused = [f"{key} " + " ".join(dict.fromkeys(cells_of(cells))).strip() for key, cells in folded]
+    unused = [f"{key} " + " ".join(" ".join(cells_of([c])).strip() for c in dict.fromkeys(cells))
+              for key, cells in folded]        # each (value, layer) once
     out += [f"  not used (compiled with {compilers}): " + "; ".join(unused)] if unused else []
     out += [f"    {n}" for n in folded_notes] + [f"  {n}" for n in notes]
     for label, argv in _argvs(argvs):

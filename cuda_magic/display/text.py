@@ -120,22 +120,25 @@ def resources(c: Content, kernel: str | None = None) -> str:
     if not entries:
         return f"no kernel {kernel!r}" if kernel else "no kernels in this cell"
     loaded, found = resource_rows(entries)
-    head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS] + \
-        ([h for _, h in DRIVER_COLUMNS] if loaded else [])
-    rows, notes = [], []
+    head = ["kernel"] + [h for _, h in RESOURCE_COLUMNS]
+    rows, driver, notes = [], [], []
     for b, e, res, attrs in found:
-        row = [e.name] + (["-"] * len(RESOURCE_COLUMNS) if res is None else
-                          [str(getattr(res, f)) for f, _ in RESOURCE_COLUMNS])
-        if loaded:
-            row += [str((attrs or {}).get(f, "-")) for f, _ in DRIVER_COLUMNS]
-        rows.append(row)
+        rows.append([e.name] + (["-"] * len(RESOURCE_COLUMNS) if res is None else
+                                [str(getattr(res, f)) for f, _ in RESOURCE_COLUMNS]))
+        driver.append([str((attrs or {}).get(f, "-")) for f, _ in DRIVER_COLUMNS])
         if res is not None:
             notes += [f"  ! {e.name}: {w}" for w in res.warnings]
             if res.spills:
                 notes.append(f"  ! {e.name} spills: {res.spill_stores} B stores, "
                              f"{res.spill_loads} B loads")
     notes += [f"  {n}" for b in {id(b): b for b, _ in entries}.values() if (n := resource_note(b))]
-    return "\n".join(table(head, rows) + notes + occupancy(entries))
+    drivers = [h for _, h in DRIVER_COLUMNS]
+    lines = table(head + drivers, [r + d for r, d in zip(rows, driver)]) if loaded else []
+    if not lines or max(map(len, lines)) > WIDTH:   # too wide: the driver's figures below
+        lines = table(head, rows) + (["  driver:"] + table(
+            ["kernel"] + drivers, [[r[0]] + d for r, d in zip(rows, driver)], indent="    ")
+            if loaded else [])
+    return "\n".join(lines + notes + occupancy(entries))
 
 
 def occupancy(entries) -> list[str]:

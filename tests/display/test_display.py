@@ -242,6 +242,22 @@ def test_terminal_text_of_a_list_of_archs_fits_100_columns(shell, compiler):
     assert len(exact.splitlines()) == 6 and "<arch>" not in exact
 
 
+def test_terminal_resources_with_the_driver_figures_fit_100_columns(shell, monkeypatch):
+    """ptxas's eight columns and the driver's four were one table ~140 columns wide, so the
+    fit to 100 columns broke its header between words: the driver's figures go in a table of
+    their own below, each heading whole."""
+    attrs = {"max_threads_per_block": 1024, "max_dynamic_shared": 49152, "binary_version": 90,
+             "ptx_version": 90}
+    monkeypatch.setattr(cuda_magic.display.content, "driver_attributes", lambda e: attrs)
+    m = shell.run_cell_magic("cuda", f"--arch {ARCH}", SAXPY)
+    text = shell.display_formatter.format(m)[0]["text/plain"]
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    assert re.search(r"^    kernel\s+max threads\s+max dyn smem B\s+SASS ver\s+PTX ver$", text, re.M)
+    assert re.search(r"^    scale\s+1024\s+49152\s+90\s+90$", text, re.M), text
+    assert re.search(r"^  kernel\s+registers\s+spill stores B.*const B$", text, re.M)
+    assert re.search(r"^  driver:$", text, re.M)
+
+
 def test_show_prints_each_part(capsys):
     m = build(TWO, opts())
     show(m, "sass", kernel="flush")

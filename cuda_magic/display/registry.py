@@ -70,6 +70,8 @@ VIEWS: tuple[View, ...] = (
          "cuda_magic.display.timeline:TimelineView", "mimebundle", "a k.timeline Timeline"),
     View("cuda_magic.runtime.measure.bench", "Timing", "cuda_magic.display.timing:TimingView", "text/html",
          "a Timing"),
+    View("cuda_magic.runtime.measure.ab", "AB", "cuda_magic.display.timing:ABView", "text/html",
+         "an A/B verdict, an AB"),
     View("cuda_magic.runtime.measure.history", "History", "cuda_magic.display.timing:HistoryView", "text/html",
          "a History"),
     View("cuda_magic.runtime.remote.across", "Across", "cuda_magic.display.remote:AcrossView",

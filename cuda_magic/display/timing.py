@@ -9,7 +9,7 @@ from html import escape
 
 from .measure import MeasureView
 
-__all__ = ["TimingView", "HistoryView", "text", "html", "notes", "strip_svg", "history_text",
+__all__ = ["TimingView", "HistoryView", "ABView", "ab_text", "ab_html", "text", "html", "notes", "wrong", "strip_svg", "history_text",
            "history_html", "history_svg", "duration"]
 
 MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
@@ -63,10 +63,27 @@ def headline(t) -> str:
     return out
 
 
+WRONG = "color: #c0392b; font-weight: bold"
+TIMERS = {"cupti": "timed by CUPTI: each kernel's own start and end on the GPU (no launch gap)",
+          "events": "timed by CUDA events around each launch (a kernel under ~10 µs also counts "
+                    "part of the launch gap; cupti-python times it alone)"}
+
+
+def wrong(t) -> str | None:
+    """The first line of a Timing whose outputs failed ``check=`` after timing."""
+    if not t.wrong:
+        return None
+    return f"OUTPUTS WRONG after timing, so these times do not count: {t.check.reason or t.check}"
+
+
 def notes(t) -> list[tuple[str, str]]:
     """(level, text) lines under the headline; level "warn" or ""."""
     out = [("", f"IQR {_range(t.q1_ms, t.q3_ms)}, mean {duration(t.mean_ms)}, "
                 f"max {duration(t.max_ms)}")]
+    if t.check is not None and not t.wrong:
+        out.append(("", "outputs checked after timing (check=): they pass, on outputs first "
+                        "filled with a sentinel"))
+    out.append(("", TIMERS.get(t.timer, f"timed by {t.timer}")))
     if t.ran_on:
         out.append(("", f"ran on {t.ran_on} (cuda_magic.remote)"))
     if t.n < 6:
@@ -108,6 +125,10 @@ def notes(t) -> list[tuple[str, str]]:
                             f"{kind} peak {t.peak_tflops:.3g} TFLOP/s ({d.sms} SMs × "
                             f"{d.sm_clock_khz / 1e3:,.0f} MHz × {per} FMA/clock × 2; no tensor "
                             f"cores){'' if sure else f'; the {per} per SM is not confirmed for {d.arch}'}"))
+    if t.sol is not None:
+        out.append(("", f"speed of light: {t.sol:.1%} of the {t.bound_by} bound, "
+                        f"{duration(t.bound_ms)} on this GPU (roofline of nbytes and flops at "
+                        f"the peaks above)"))
     c = t.clocks
     if c is not None:
         if c.note:
@@ -116,6 +137,11 @@ def notes(t) -> list[tuple[str, str]]:
             top = f" (max {c.max_mhz:,})" if c.max_mhz else ""
             before = f"{c.before_mhz:,} → " if c.before_mhz is not None else ""
             out.append(("", f"SM clock {before}{c.after_mhz:,} MHz{top}"))
+            if c.changed:
+                out.append(("warn", f"the SM clock changed during the runs ({c.before_mhz:,} → "
+                                    f"{c.after_mhz:,} MHz): the times mix clock speeds; locked "
+                                    f"clocks (nvidia-smi --lock-gpu-clocks, as root) cannot be set "
+                                    f"from the notebook"))
             if c.throttled:
                 why = f": {', '.join(c.reasons)}" if c.reasons else ""
                 out.append(("warn", f"the SM clock fell or ran below its max during the run"
@@ -127,7 +153,8 @@ def notes(t) -> list[tuple[str, str]]:
 
 
 def text(t) -> str:
-    lines = [headline(t)]
+    lines = [f"!! {wrong(t)}"] if t.wrong else []
+    lines.append(headline(t))
     for level, line in notes(t):
         lines.append(("  ! " if level == "warn" else "  ") + line)
     return "\n".join(lines)
@@ -225,7 +252,9 @@ def html(t) -> str:
     head = f'<div style="{MONO}; font-weight: bold; margin: 2px 0">{escape(_launch(t))}</div>'
     body = (f'<div style="display: flex; gap: 16px; align-items: flex-start; flex-wrap: wrap">'
             f'{_table(["", ""], rows)}{strip_svg(t)}</div>')
-    return f'<div class="cuda-magic-timing">{head}{body}{"".join(lines)}</div>'
+    bad = (f'<div style="{MONO}; {WRONG}; margin: 2px 0">{escape(wrong(t))}</div>'
+           if t.wrong else "")
+    return f'<div class="cuda-magic-timing">{bad}{head}{body}{"".join(lines)}</div>'
 
 
 # ---- history --------------------------------------------------------------------------------
@@ -332,3 +361,38 @@ class HistoryView(MeasureView):
 
     def html(self) -> str:
         return history_html(self.obj)
+
+
+# ---- A/B ------------------------------------------------------------------------------------
+
+def ab_text(r) -> str:
+    """The verdict first, then each kernel's median over the same rounds."""
+    a, b = r.names
+    lines = [r.words, f"  {r.rounds} rounds of {r.repeat} timed launches each, in turns "
+                      f"(A B, B A, ...), same arguments, same flush; verdict on the per-round "
+                      f"ratios {b}/{a}"]
+    for name, t in ((a, r.a), (b, r.b)):
+        lo, hi = t.ci_ms
+        lines.append(f"  {name}: median {duration(t.median_ms)} ({ci_label(t)} {_range(lo, hi)}) "
+                     f"over {t.n} launches, {TIMERS.get(t.timer, t.timer).split(':')[0]}")
+    return "\n".join(lines)
+
+
+def ab_html(r) -> str:
+    d = r.decision
+    colour = {"faster": "#27ae60", "slower": "#c0392b"}.get(d.called, "currentColor")
+    head, *rest = ab_text(r).split("\n")
+    body = "".join(f'<div style="{MONO}; {DIM}; margin: 1px 0">{escape(x.strip())}</div>'
+                   for x in rest)
+    return (f'<div class="cuda-magic-ab"><div style="{MONO}; font-weight: bold; color: {colour}; '
+            f'margin: 2px 0">{escape(head)}</div>{body}</div>')
+
+
+class ABView(MeasureView):
+    """An A/B verdict (:func:`cuda_magic.ab`)."""
+
+    def text(self) -> str:
+        return ab_text(self.obj)
+
+    def html(self) -> str:
+        return ab_html(self.obj)

@@ -144,6 +144,8 @@ def winner_line(t) -> str:
     parts += _rate(w)
     if w.gpu:
         parts.append(w.gpu)
+    if t.margin:
+        parts.append(t.margin)
     return " · ".join(parts)
 
 

@@ -5,6 +5,7 @@ Only this layer needs a driver, and only when a kernel is loaded or launched.
 
 from .. import lazy
 from ..errors import ArgumentError, ArgumentRangeError, BenchError, CudaError, HistoryError, NoGPUError
+from .measure.ab import AB, ab
 from .measure.bench import Timing
 from .driver import driver_version, lost
 from .hang.waiting import set_launch_timeout, synchronize
@@ -16,7 +17,7 @@ from .helper.worker import isolate
 
 # what cuda_magic exports from here (its errors are in errors.py; Param, Scalar, SCALARS,
 # canonical_type, driver_version: import them from here)
-__all__ = ["Kernel", "isolate", "lost", "synchronize", "set_launch_timeout", "Timing", "History", "history",
+__all__ = ["Kernel", "isolate", "lost", "synchronize", "set_launch_timeout", "Timing", "AB", "ab", "History", "history",
            "clear_history", "device_info", "Profile", "Check", "report_dir", "close_pools", "tma",
            "TensorMap", "Timeline", "remote", "remote_gpus"]
 

@@ -53,6 +53,7 @@ class Candidate:
     kernels: tuple = ()            # the kernels of its build
     launches: Any = None           # what --run launched, as recorded
     time_ms: float | None = None
+    samples_ms: tuple = ()         # per timed repetition, its launches' times summed
     outcome: Any = None
     gbps: float | None = None
     tflops: float | None = None

@@ -79,6 +79,7 @@ class Judge:
             c.status, c.reason = o.status, f"{o.error + ': ' if named else ''}{o.message}"
             return
         c.status, c.time_ms = "ok", o.median_ms
+        c.samples_ms = tuple(map(sum, zip(*(t.samples_ms for t in o.timings))))
         if o.checked:                       # its helper compared the outputs already
             self._verdict(c, o.wrong)
         else:

@@ -303,3 +303,26 @@ def test_candidates_failing_differently_keep_a_row_each():
                  compile_only=True)
     assert [c.status for c in mixed.candidates] == ["compiled", "failed"]
     assert table_indices(view(mixed).text()) == [0, 1]
+
+
+def test_the_winner_line_says_how_far_ahead_of_the_next_it_is(swept):
+    """The winner's margin over the next candidate, from their samples (Hodges-Lehmann ratio,
+    Mann-Whitney interval): a clear 20% is said with its interval; two candidates within
+    noise are said to be, never one "faster"."""
+    import random
+    r = random.Random(5)
+    fast = tuple(0.010 * r.lognormvariate(0, 0.01) for _ in range(50))
+    slow = tuple(0.012 * r.lognormvariate(0, 0.01) for _ in range(50))
+    same = tuple(0.010 * r.lognormvariate(0, 0.01) for _ in range(50))
+    t = ran(swept, {0: dict(status="ok", time_ms=0.010, samples_ms=fast, gpu=GPU),
+                    1: dict(status="ok", time_ms=0.012, samples_ms=slow, gpu=GPU)})
+    w = t.winner
+    other = next(c for c in t.candidates if c.status == "ok")
+    assert re.fullmatch(rf"1[67]\.\d% faster than #{other.index} \(95% CI 1\d\.\d to 1\d\.\d%\)",
+                        t.margin), t.margin
+    assert view(t).text().splitlines()[1].endswith(t.margin) and w.samples_ms == fast
+    t = ran(swept, {0: dict(status="ok", time_ms=0.0100, samples_ms=fast, gpu=GPU),
+                    1: dict(status="ok", time_ms=0.01001, samples_ms=same, gpu=GPU)})
+    assert t.margin.startswith("within noise of #") and "faster" not in t.margin
+    t = ran(swept, {0: dict(status="ok", time_ms=0.0100, gpu=GPU)})       # one timed: nothing
+    assert t.margin == ""

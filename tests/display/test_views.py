@@ -28,6 +28,7 @@ RESULTS = {
     "cuda_magic.Tuning": "tune(), %%cuda_tune",
     "cuda_magic.Exported": "export(), %cuda_export",
     "cuda_magic.Timing": "k.bench()",
+    "cuda_magic.AB": "cuda_magic.ab(), k.bench(against=)",
     "cuda_magic.History": "cuda_magic.history()",
     "cuda_magic.runtime.nsight.reports.Profile": "k.profile()",
     "cuda_magic.runtime.nsight.reports.Check": "k.check()",

@@ -10,6 +10,7 @@ kernels and check what the Timing holds; how fast they ran is benchmarks/bench_m
 
 import math
 import pickle
+import re
 import random
 
 import pytest
@@ -129,16 +130,29 @@ def test_achieved_fraction_of_peak():
 def test_options_normalise():
     o = options()
     assert o == {"repeat": 100, "warmup": None, "flush": True, "graph": 0, "nbytes": None,
-                 "flops": None, "dtype": "float32"}
+                 "flops": None, "dtype": "float32", "timer": "auto", "fresh_inputs": False,
+                 "protocol": None}
     assert options(graph=True)["graph"] == bench.GRAPH_LAUNCHES == 20
     assert options(graph=7)["graph"] == 7
     assert options(graph=0)["graph"] == 0 == options(graph=None)["graph"]
-    for kw in ({}, {"graph": True}, {"graph": 7}, {"warmup": 3, "dtype": "double"}):
+    for kw in ({}, {"graph": True}, {"graph": 7}, {"warmup": 3, "dtype": "double"},
+               {"protocol": "sol"}, {"timer": "cupti", "fresh_inputs": True}):
         assert options(**options(**kw)) == options(**kw)   # what the helper process is sent
     assert options(dtype="double")["dtype"] == "float64"
     np = pytest.importorskip("numpy")
     assert options(dtype=np.float16)["dtype"] == "float16"
     assert options(dtype=np.dtype("float64"))["dtype"] == "float64"
+    sol = options(protocol="sol", repeat=7, warmup=1)      # the protocol fixes what it names
+    assert (sol["repeat"], sol["warmup"], sol["flush"], sol["fresh_inputs"]) == (50, 10, True, True)
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"timer": "gpu"}, "timer='gpu'"), ({"fresh_inputs": 1}, "fresh_inputs=1"),
+    ({"protocol": "fast"}, "protocol='fast'"), ({"protocol": "sol", "graph": True}, "graph"),
+    ({"fresh_inputs": True, "graph": 5}, "fresh_inputs=True with graph=")])
+def test_the_new_options_are_checked(kw, says):
+    with pytest.raises(BenchError, match=re.escape(says)):
+        options(**kw)
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -352,7 +366,8 @@ def test_bench_in_the_helper_process_sends_the_options(scale, monkeypatch):
     assert sent["op"] == "bench" and dims == (2, 1, 1, 32, 1, 1) and shared == 0 and attrs is None
     assert args == (None, None, 2.0, 64)
     assert opts == {"repeat": 10, "warmup": None, "flush": False, "graph": 20, "nbytes": 512,
-                    "flops": None, "dtype": "float64"}
+                    "flops": None, "dtype": "float64", "timer": "auto", "fresh_inputs": False,
+                    "protocol": None}
     assert t.config_hash and t.source_hash and cuda_magic.history("scale").latest is t
 
 
@@ -547,3 +562,98 @@ def test_gpu_bench_in_the_helper_process(gpu):
     assert t.n == 10 and t.graph == 20 and t.device.sms == dev.sms
     assert cuda_magic.history("copy").latest.median_ms == t.median_ms
     _figure(f"helper process: {t.median_ms * 1e3:.2f} us per launch; {t.clocks}")
+
+
+# ---- timing you can defend (GPU): timers side by side, a work-skipping kernel, A/B -------------
+
+DEFEND = r'''
+extern "C" __global__ void wait_cycles(float* out, long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+    if (cycles < 0) out[0] = 1.f;
+}
+
+__device__ int lazy_calls;
+extern "C" __global__ void lazy_scale(const float* x, float* y, float a, int n) {
+    // does its work on the first launch only, then returns at once: timing alone rewards it
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (lazy_calls > 0) return;
+    if (i < n) y[i] = a * x[i];
+    __syncthreads();
+    if (i == 0) lazy_calls = 1;
+}
+
+extern "C" __global__ void honest_scale(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def defend():
+    return cuda_magic.build(DEFEND), peaks.device_info()
+
+
+@pytest.mark.gpu
+def test_gpu_cupti_times_the_kernel_alone(defend):
+    """A 20 µs busy wait (in SM cycles): CUPTI's durations sit at the wait, the events' a few
+    µs above at most; the Timing says which timer ran."""
+    pytest.importorskip("cupti")
+    m, dev = defend
+    cycles = int(20e-6 * dev.sm_clock_khz * 1e3)
+    cu = m["wait_cycles"].bench(1, 32, None, cycles, repeat=50, timer="cupti", flush=False)
+    ev = m["wait_cycles"].bench(1, 32, None, cycles, repeat=50, timer="events", flush=False)
+    assert cu.timer == "cupti" and ev.timer == "events", cu.notes
+    assert cu.n == 50 and 0.019 < cu.median_ms < 0.040, cu
+    assert ev.median_ms >= cu.median_ms * 0.98
+    assert "timed by CUPTI" in cuda_magic.display.timing.text(cu)
+    graphed = m["wait_cycles"].bench(1, 32, None, cycles, repeat=5, graph=4, timer="cupti")
+    assert graphed.timer == "cupti" and graphed.n == 5       # a graph's 4 records: one sample
+    assert 0.019 < graphed.median_ms < 0.040
+
+
+@pytest.mark.gpu
+def test_gpu_check_catches_a_kernel_that_works_only_once(defend):
+    np = pytest.importorskip("numpy")
+    m, _ = defend
+    x = np.arange(4096, dtype=np.float32)
+    y = np.zeros_like(x)
+    ref = lambda x, y, a, n: a * x          # noqa: E731
+    honest = m["honest_scale"].bench(16, 256, x, y, 2.0, 4096, repeat=20, check=ref)
+    assert not honest.wrong and bool(honest.check)
+    lazy = m["lazy_scale"].bench(16, 256, x, y, 2.0, 4096, repeat=20, check=ref)
+    assert lazy.wrong and lazy.check.category == "unchanged", str(lazy.check)
+    assert cuda_magic.display.timing.text(lazy).startswith("!! OUTPUTS WRONG after timing")
+    fresh = m["honest_scale"].bench(16, 256, x, y, 2.0, 4096, repeat=8, fresh_inputs=True,
+                                    check=ref)
+    assert not fresh.wrong and any("fresh inputs" in n for n in fresh.notes)
+
+
+@pytest.mark.gpu
+def test_gpu_ab_finds_a_known_5_percent_and_no_difference_between_equals(defend):
+    m, dev = defend
+    cycles = int(20e-6 * dev.sm_clock_khz * 1e3)
+    other = cuda_magic.build(DEFEND + "\n// another build\n")
+    k = m["wait_cycles"]
+    same = cuda_magic.ab(k, other["wait_cycles"], 1, 32, None, cycles, flush=False)
+    assert same.decision.called == "", same.words          # the same wait: no winner
+    itself = k.bench(1, 32, None, cycles, against=other["wait_cycles"], flush=False, repeat=5)
+    assert isinstance(itself, cuda_magic.AB) and itself.decision.called == ""
+    # a kernel whose wait is 5% longer
+    five = cuda_magic.build(DEFEND.replace("clock64() - t0 < cycles",
+                                           "clock64() - t0 < cycles + cycles / 20"))
+    res = cuda_magic.ab(k, five["wait_cycles"], 1, 32, None, cycles, flush=False)
+    assert res.decision.called == "slower", res.words
+    assert 1.03 < res.ratio < 1.07 and "slower than" in res.words
+
+
+@pytest.mark.gpu
+def test_gpu_protocol_sol_and_speed_of_light(defend):
+    np = pytest.importorskip("numpy")
+    m, dev = defend
+    n = 1 << 22
+    x, y = np.ones(n, np.float32), np.zeros(n, np.float32)
+    t = m["honest_scale"].bench(n // 256, 256, x, y, 2.0, n, protocol="sol", nbytes=8 * n)
+    assert t.n == 150 and t.flush_bytes == 256 << 20 and t.protocol == "sol"
+    assert t.bound_by == "memory" and 0.05 < t.sol <= 1.05, (t.sol, t.median_ms)

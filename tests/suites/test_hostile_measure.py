@@ -5,7 +5,9 @@ here with what ``bench.measure`` calls (events, the flush memset, stream capture
 the Timing a bench returns is built by the same code as on a GPU; only the times are made up.
 """
 
+import ctypes
 import inspect
+import re
 import io
 import os
 
@@ -382,3 +384,225 @@ def test_history_of_names_that_are_not_names(name):
         with pytest.raises(cuda_magic.HistoryError) as exc:
             call(name)
         short(exc, quote(name))
+
+
+# ---- timing you can defend: A/B, check=, fresh inputs, speed of light, clocks ------------------
+
+def _planted(fake, ms_of):
+    """Event pairs time whatever launch lies between them: ``ms_of(handle, i)`` for the i-th
+    pair read (the stub's events say nothing of their own)."""
+    order, launch, record = [], fake.cuLaunchKernel, fake.cuEventRecord
+    fake.cuEventRecord = lambda e, s: (order.append(("e", int(e))), record(e, s))[1]
+    fake.cuLaunchKernel = lambda f, *a: (order.append(("l", int(f))), launch(f, *a))[1]
+    count = [0]
+
+    def elapsed(a, z):
+        i = len(order) - 1 - order[::-1].index(("e", int(a)))
+        f = next(h for kind, h in order[i:] if kind == "l")
+        count[0] += 1
+        return (fd.CUresult(0), ms_of(f, count[0]))
+    fake.cuEventElapsedTime = elapsed
+
+
+def _two(fake, module):
+    a, b = scale_kernel(fake, module), scale_kernel(fake, module)
+    return a, b, int(a.handle_and_packer(0)[0]), int(b.handle_and_packer(0)[0])
+
+
+def test_ab_finds_a_planted_5_percent_and_alternates_the_order(fake, module):
+    import random
+    a, b, ha, hb = _two(fake, module)
+    r = random.Random(7)
+    _planted(fake, lambda f, i: (0.95 if f == hb else 1.0) * 0.02 * r.lognormvariate(0, 0.01))
+    x = np.ones(64, np.float32)
+    res = cuda_magic.ab(a, b, 1, 64, x, x, 2.0, 64, rounds=12, repeat=5, warmup=0)
+    assert res.decision.called == "faster" and res.faster == res.names[1]
+    assert 0.93 < res.ci[0] < res.ratio < res.ci[1] < 0.97
+    assert re.match(r"scale \(B\) is [45]\.\d% faster than scale \(A\) \(95% CI", res.words), res.words
+    assert len(res.ratios) == 12 and res.a.n == res.b.n == 60
+    # rounds alternate which kernel goes first: A B, B A, ...
+    launched = [h for h in fake.log if h == "launch"]
+    assert len(launched) == 120
+    text = cuda_magic.display.timing.ab_text(res)
+    assert text.startswith(res.words) and "12 rounds of 5 timed launches" in text
+    # k.bench(against=) is the same call
+    again = a.bench(1, 64, x, x, 2.0, 64, against=b, repeat=5, warmup=0)
+    assert isinstance(again, cuda_magic.AB) and again.decision.called == "faster"
+
+
+def test_ab_of_equal_kernels_calls_no_winner(fake, module):
+    import random
+    a, b, ha, hb = _two(fake, module)
+    r = random.Random(3)
+    _planted(fake, lambda f, i: 0.02 * r.lognormvariate(0, 0.01))
+    x = np.ones(64, np.float32)
+    res = cuda_magic.ab(a, b, 1, 64, x, x, 2.0, 64, rounds=20, repeat=5, warmup=0)
+    assert res.decision.called == "" and res.faster is None
+    assert res.words.startswith("no difference between") and "95% CI" in res.words
+
+
+def test_ab_verdict_on_planted_ratios():
+    """The statistics alone: a real 5% difference is found in every one of 300 planted A/Bs
+    (1% noise per round median); equal kernels are called in none of 300 at 0.5% noise and
+    in at most 1% of 1,000 at 2% noise (the 95% interval must clear 1 +- 0.5%)."""
+    import random
+    from cuda_magic.runtime.measure.ab import decide
+
+    def ratios(seed, diff, noise, n=20):
+        r = random.Random(seed)
+        return [diff * r.lognormvariate(0, noise) / r.lognormvariate(0, noise) for _ in range(n)]
+    assert all(decide(ratios(s, 0.95, 0.01)).called == "faster" for s in range(300))
+    assert all(decide(ratios(s, 1.05, 0.01)).called == "slower" for s in range(300))
+    assert not any(decide(ratios(s, 1.0, 0.005)).called for s in range(300))
+    assert sum(bool(decide(ratios(s, 1.0, 0.02)).called) for s in range(1000)) <= 10
+    d = decide([1.0] * 20)
+    assert d.called == "" and d.ratio == d.low == d.high == 1.0
+
+
+def test_ab_refuses_what_it_cannot_do(fake, module):
+    a, b, *_ = _two(fake, module)
+    x = np.ones(4, np.float32)
+    for kw, word in (({"check": lambda *s: None}, "check="), ({"rounds": 0}, "rounds=0"),
+                     ({"tolerance": 2}, "tolerance=2"), ({"bogus": 1}, "bogus")):
+        with pytest.raises(BenchError) as exc:
+            cuda_magic.ab(a, b, 1, 4, x, x, 1.0, 4, **kw)
+        short(exc, word)
+    with pytest.raises(BenchError) as exc:
+        cuda_magic.ab(a, "b", 1, 4, x, x, 1.0, 4)
+    short(exc, "b is str")
+
+
+def _skips_after(calls: int):
+    """An on_launch for SCALE that does its work only on its first ``calls`` launches."""
+    done = [0]
+
+    def on_launch(symbol, dims, params):
+        done[0] += 1
+        return fd.scale_on_host(symbol, dims, params) if done[0] <= calls else 0
+    return on_launch
+
+
+@pytest.mark.parametrize("reference", ["function", "arrays", "dict"])
+def test_check_after_timing_catches_a_kernel_that_skips_work(fake, module, reference):
+    """The kernel does its work on the first launch only: timing alone rewards it; check=
+    launches it once more on outputs filled with a sentinel, so the skip shows."""
+    k = scale_kernel(fake, module)
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    ref = {"function": lambda x, y, a, n: a * x, "arrays": 2.0 * x,
+           "dict": {"reference": lambda x, y, a, n: a * x, "ulp": 0}}[reference]
+    fake.on_launch = _skips_after(10 ** 9)
+    good = k.bench(1, 64, x, y, 2.0, 64, repeat=4, warmup=0, check=ref)
+    assert good.check is not None and bool(good.check) and not good.wrong
+    assert "outputs checked after timing" in cuda_magic.display.timing.text(good)
+    fake.on_launch = _skips_after(1)
+    bad = k.bench(1, 64, x, y, 2.0, 64, repeat=4, warmup=0, check=ref)
+    assert bad.wrong and not bool(bad.check)
+    text = cuda_magic.display.timing.text(bad)
+    assert text.startswith("!! OUTPUTS WRONG after timing") and "unchanged" in text
+    html = cuda_magic.display.timing.html(bad)
+    assert html.index("OUTPUTS WRONG") < html.index("scale[grid=") and "#c0392b" in html
+    assert bad.to_dict()["check"]["passed"] is False
+
+
+def test_check_takes_only_a_reference(fake, module):
+    k = scale_kernel(fake, module)
+    x = np.ones(4, np.float32)
+    for check, word in ((5, "check=5"), ({"reference": None, "ulps": 1}, "'ulps'")):
+        with pytest.raises(BenchError) as exc:
+            k.bench(1, 4, x, x, 1.0, 4, check=check)
+        short(exc, word)
+
+
+def test_fresh_inputs_rotate_shifted_copies_of_the_const_inputs(fake, module):
+    k = scale_kernel(fake, module)
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    seen = []
+
+    def on_launch(symbol, dims, params):
+        slot = [ctypes.c_void_p.from_address(params + 8 * i).value for i in range(4)]
+        px = ctypes.c_uint64.from_address(slot[0]).value
+        seen.append(np.ctypeslib.as_array((ctypes.c_float * 64).from_address(px)).copy())
+        return 0
+    fake.on_launch = on_launch
+    t = k.bench(1, 64, x, y, 2.0, 64, repeat=8, warmup=0, fresh_inputs=True)
+    assert len(seen) == 8
+    for i in range(8):
+        assert sorted(seen[i]) == sorted(x)             # the same values ...
+        assert not np.array_equal(seen[i], seen[(i + 1) % 8])   # ... never as the last launch read
+    assert np.array_equal(seen[0], x) and np.array_equal(x, np.arange(64))   # x itself untouched
+    assert any("fresh inputs" in n and "x" in n for n in t.notes)
+    with pytest.raises(BenchError) as exc:      # nothing const to shift
+        k2 = scale_kernel(fake, module)
+        k2.bench(1, 64, None, y, 2.0, 64, repeat=2, warmup=0, fresh_inputs=True)
+    short(exc, "fresh_inputs=True", "const pointer")
+
+
+def test_protocol_sol_runs_three_trials_with_a_256_mib_flush(fake, module):
+    k = scale_kernel(fake, module)
+    x = np.arange(64, dtype=np.float32)
+    t = k.bench(1, 64, x, np.zeros(64, np.float32), 2.0, 64, protocol="sol")
+    assert t.n == 150 and t.protocol == "sol" and t.flush_bytes == 256 << 20 and t.warmup == 10
+    assert fake.log.count("flush") == 150
+    assert "protocol 'sol'" in t.notes[0] and "3 trials of 50" in t.notes[0]
+    assert any("fresh inputs" in n for n in t.notes)
+
+
+def test_sol_is_the_roofline_bound_over_the_median():
+    d = Device.from_attributes(SMALL_L2, "Fake GPU")           # 4,815 GB/s, 66.9 TFLOP/s FP32
+    t = Timing.from_samples([0.01] * 10, nbytes=24e6, device=d)
+    assert t.bound_by == "memory" and t.bound_ms == pytest.approx(24e6 / (d.peak_gbps * 1e9) * 1e3)
+    assert t.sol == pytest.approx(t.bound_ms / 0.01)
+    c = Timing.from_samples([0.01] * 10, nbytes=1e3, flops=5e8, device=d)
+    assert c.bound_by == "compute" and c.sol == pytest.approx(5e8 / (d.peak_tflops() * 1e12) * 1e3 / 0.01)
+    assert Timing.from_samples([0.01] * 10, device=d).sol is None
+    assert "speed of light: " in cuda_magic.display.timing.text(t)
+    assert t.to_dict()["sol"] == t.sol
+
+
+def test_a_clock_change_during_the_runs_is_said():
+    from cuda_magic.runtime.measure.peaks import Clocks
+    t = Timing.from_samples([0.01] * 10, clocks=Clocks(1980, 1755, 1980))
+    assert t.clocks.changed
+    assert "the SM clock changed during the runs (1,980 → 1,755 MHz)" in \
+        cuda_magic.display.timing.text(t)
+    steady = Timing.from_samples([0.01] * 10, clocks=Clocks(1980, 1980, 1980))
+    assert not steady.clocks.changed and "changed" not in cuda_magic.display.timing.text(steady)
+
+
+def test_the_timer_is_said_and_cupti_asked_for_without_it_is_an_error(fake, module, monkeypatch):
+    from cuda_magic.runtime.measure import cupti
+    k = scale_kernel(fake, module)
+    x = np.ones(4, np.float32)
+    monkeypatch.setattr(cupti, "missing", lambda: "cupti-python is not installed (pip install "
+                                                  "'cuda-magic[cupti]')")
+    t = k.bench(1, 4, x, x, 1.0, 4, repeat=2, warmup=0)           # auto: events
+    assert t.timer == "events" and "timed by CUDA events" in cuda_magic.display.timing.text(t)
+    with pytest.raises(BenchError) as exc:
+        k.bench(1, 4, x, x, 1.0, 4, repeat=2, warmup=0, timer="cupti")
+    short(exc, "timer='cupti'", "cuda-magic[cupti]")
+
+
+def test_verdict_of_two_benches_apart():
+    """decide_apart: 5% found in each of 100 planted pairs of 50 samples at 1% noise (its
+    interval holding 1.05 in about 95); equal ones called in none of 200 at 1% noise."""
+    import random
+    from cuda_magic.runtime.measure.ab import decide_apart
+
+    def samples(r, scale, n=50):
+        return [scale * r.lognormvariate(0, 0.01) for _ in range(n)]
+    covered = 0
+    for s in range(100):
+        r = random.Random(s)
+        d = decide_apart(samples(r, 1.0), samples(r, 1.05))
+        assert d.called == "slower"
+        covered += d.low <= 1.05 <= d.high
+    assert covered >= 90            # a 95% interval: about 95 of 100 hold the true ratio
+    calls = 0
+    for s in range(200):
+        r = random.Random(1000 + s)
+        calls += bool(decide_apart(samples(r, 1.0), samples(r, 1.0)).called)
+    assert calls == 0
+    with pytest.raises(BenchError):
+        decide_apart([], [1.0])

@@ -1,4 +1,10 @@
-"""Kernel objects: ``k[grid, block](*args)``, ``k.launch(...)``, ``k.attributes``, ``k.bench(...)``."""
+"""Kernel objects: ``k[grid, block](*args)``, ``k.launch(...)``, ``k.attributes``, ``k.bench(...)``.
+
+One concept: a compiled kernel and every way to run it. Launching is here; ``bench``,
+``profile``, ``check``, ``verify`` and ``timeline`` are its methods, each a check of its
+keywords and a hand-off to the module that does the work (``..measure``, ``..nsight``,
+``..verify``), and their docstrings are the ``?`` help.
+"""
 
 from __future__ import annotations
 
@@ -97,6 +103,12 @@ class Kernel:
         self._max_dynamic = 48 * 1024
         self._fast = None
         return b
+
+    def spare_packer(self) -> Packer:
+        """A Packer of its own, whose packed arguments the next ``k(...)`` does not overwrite
+        (``bench(fresh_inputs=True)`` keeps one packed argument list per set)."""
+        _, handle, _, _ = self._bind()
+        return Packer(self.name, self.params, self._layout(handle))
 
     def handle_and_packer(self, shared: int):
         """(CUkernel handle, Packer) of the kernel, loaded now if it is not, with ``shared`` bytes
@@ -343,20 +355,39 @@ class Kernel:
     def bench(self, grid, block, *args, repeat: int = 100, warmup: int | None = None,
               flush: bool = True, graph: bool | int = False, nbytes: float | None = None,
               flops: float | None = None, dtype: str = "float32", shared_mem: int = 0,
-              stream=None, cluster=None, cooperative: bool = False, pdl: bool = False, on=None):
+              stream=None, cluster=None, cooperative: bool = False, pdl: bool = False, on=None,
+              timer: str = "auto", check=None, fresh_inputs: bool = False,
+              protocol: str | None = None, against=None):
         """Time the kernel like a benchmark harness; returns a :class:`Timing`.
 
         Warmup launches first (``warmup=None``: about 25 ms of them), then ``repeat`` timed
-        launches, each between two CUDA events; with ``flush`` (default) a memset of twice
-        the L2 on the same stream before each, outside the events. ``graph=True`` (or a
-        number of launches, default 20; 0 or False: none) times CUDA graphs of that many
-        launches and reports graph time / launches, leaving launch overhead out; the flush
-        then runs before each graph only, so the L2 is warm after each graph's first launch
-        (the Timing's ``l2`` and its views say so). ``nbytes``/``flops`` per launch
-        give GB/s and TFLOP/s as a fraction of the device's peak (``dtype``: float32,
+        launches; with ``flush`` (default) a memset of twice the L2 on the same stream before
+        each, outside the timing. ``timer``: "auto" (CUPTI's own start and end of each kernel
+        when cupti-python is installed, else CUDA events), "events" (a pair of CUDA events
+        around each launch: a few microseconds of launch gap on kernels under ~10 us) or
+        "cupti"; the Timing says which ran. ``graph=True`` (or a number of launches, default
+        20; 0 or False: none) times CUDA graphs of that many launches and reports graph time /
+        launches, leaving launch overhead out; the flush then runs before each graph only, so
+        the L2 is warm after each graph's first launch (the Timing's ``l2`` and its views say
+        so). ``nbytes``/``flops`` per launch give GB/s and TFLOP/s as a fraction of the
+        device's peak, and ``Timing.sol`` the speed-of-light bound (``dtype``: float32,
         float64 or float16). The Timing shows median, 95% CI of the median, IQR, the SM
-        clock, and a plot; it is kept in ``cuda_magic.history(name)``.
-        NumPy arguments are copied to the GPU once, before timing, and not copied back.
+        clock (and says when it changed during the runs), and a plot; it is kept in
+        ``cuda_magic.history(name)``.  NumPy arguments are copied to the GPU once, before
+        timing, and not copied back.
+
+        ``check``: after the timed runs, one more launch on outputs first filled with a
+        sentinel, judged against ``check`` by ``k.verify``'s rules (the reference of
+        ``k.verify``: a function, another kernel, or the expected arrays; or a dict with
+        ``reference`` and ``ulp``/``rtol``/``atol``/``reduction``/``outputs``): a kernel that
+        did its work only once, or skipped it, fails; the Timing's ``check`` is the Verdict,
+        and its view says first when the outputs are wrong.  ``fresh_inputs=True``: the timed
+        launches rotate copies of the const pointer inputs, each shifted, so no launch can
+        reuse the last one's answer.  ``protocol="sol"``: SOL-ExecBench's protocol (10
+        warm-up + 3 trials of 50 timed launches, 256 MiB flushed before each, inputs shifted
+        every launch).  ``against``: another kernel, timed in turns with this one on the same
+        arguments: returns :func:`cuda_magic.ab`'s verdict instead of a Timing.
+
         Written like a launch, ``k.bench[grid, block](*args, repeat=...)`` is the same call
         (``k.bench[grid, block, shared_mem, stream]`` too).  ``cluster``, ``cooperative``,
         ``pdl``: the launch attributes of :meth:`launch`, on every timed launch.  ``on``:
@@ -364,13 +395,25 @@ class Kernel:
         each, side by side; returns an :class:`~cuda_magic.runtime.remote.Across` table (GPU,
         median, CI, % of peak).  See docs/measure.md and docs/remote.md.
         """
+        if against is not None:
+            from ..measure.ab import ab
+            if on is not None or check is not None or cluster is not None or cooperative or pdl:
+                raise BenchError("against= times two kernels in turns here: leave on=, check= "
+                                 "and the launch attributes out")
+            return ab(self, against, grid, block, *args, repeat=repeat, warmup=warmup,
+                      flush=flush, graph=graph, nbytes=nbytes, flops=flops, dtype=dtype,
+                      shared_mem=shared_mem, stream=stream, timer=timer,
+                      fresh_inputs=fresh_inputs, protocol=protocol)
         if on is not None:
             return _remote_for(on).across(self, "bench", on, grid, block, *args, repeat=repeat, warmup=warmup,
                           flush=flush, graph=graph, nbytes=nbytes, flops=flops, dtype=dtype,
                           shared_mem=shared_mem, stream=stream, cluster=cluster,
-                          cooperative=cooperative, pdl=pdl)
+                          cooperative=cooperative, pdl=pdl, timer=timer, check=check,
+                          fresh_inputs=fresh_inputs, protocol=protocol)
         opts = _bench.options(repeat=repeat, warmup=warmup, flush=flush, graph=graph,
-                              nbytes=nbytes, flops=flops, dtype=dtype)
+                              nbytes=nbytes, flops=flops, dtype=dtype, timer=timer,
+                              fresh_inputs=fresh_inputs, protocol=protocol)
+        rules = _bench.check_rules(check)
         dims, shared_mem, attrs = prepared(self, grid, block, shared_mem, Attributes.of(
             self.name, cluster=cluster, cooperative=cooperative, pdl=pdl))
         if driver.elsewhere():
@@ -379,6 +422,9 @@ class Kernel:
         else:
             timing = _bench.measure(self, dims, args, shared_mem, stream_handle(stream), attrs=attrs,
                                     **opts)
+        if rules is not None:
+            timing.check = self.verify(grid, block, *args, inputs="given", runs=1, offset=False,
+                                       shared_mem=shared_mem, **rules)
         return bench_history.record(self, timing, args)
 
     @launch_form

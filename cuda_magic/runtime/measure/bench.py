@@ -1,12 +1,14 @@
 """Timing a kernel: warmup, L2 flush, CUDA graphs, events; the :class:`Timing` it returns.
 
-``Kernel.bench(...)`` checks its keywords with :func:`options`, calls :func:`measure` and
-hands the :class:`Timing` to :func:`~cuda_magic.runtime.measure.history.record`, which keeps it
-for ``cuda_magic.history(name)``.  The statistics are in :mod:`.stats`, the device's peaks
-and clocks in :mod:`.peaks`, the session's history in :mod:`.bench_history`; how a Timing
-looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``, ``show(t)``).  Each name
-lives in one of those modules only.  Nothing here imports NumPy, and nothing touches CUDA
-before ``measure`` is called.
+``Kernel.bench(...)`` checks its keywords with :func:`.options.options`, calls
+:func:`measure` and hands the :class:`Timing` to
+:func:`~cuda_magic.runtime.measure.history.record`, which keeps it for
+``cuda_magic.history(name)``.  Beside it: the statistics in :mod:`.stats`, the device's peaks
+and clocks in :mod:`.peaks`, the timers in :mod:`.timers` (CUPTI's records: :mod:`.cupti`),
+fresh inputs in :mod:`.fresh`, two kernels in turns in :mod:`.ab`, the session's history in
+:mod:`.history`; how a Timing looks is in ``cuda_magic.display.timing`` (``cuda_magic.view(t)``,
+``show(t)``).  Each name lives in one of those modules only.  Nothing here imports NumPy, and
+nothing touches CUDA before ``measure`` is called.
 
 One concept: one timed measurement, from the launches it queues to the Timing it returns.
 """
@@ -21,32 +23,35 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Sequence
 
-from ...errors import BenchError, quote
+from ...errors import BenchError
 from .. import driver
 from ..hang import waiting
 from ..launch.staging import release
 from ..driver import NoGPUError, api, check
-from .peaks import Clocks, Device, clocks_after, device_info, flop_type, nvml_reader, read_clock
+from . import fresh, timers
+from .options import GRAPH_LAUNCHES, PROTOCOLS, check_rules, options
+from .peaks import Clocks, Device, clocks_after, device_info, nvml_reader, read_clock
 from .stats import mean, median_ci, quartiles
 
-__all__ = ["Timing", "BenchError", "options", "measure", "l2_state", "GRAPH_LAUNCHES",
+__all__ = ["Timing", "BenchError", "options", "check_rules", "measure", "l2_state", "GRAPH_LAUNCHES",
            "WARMUP_MS", "WARMUP_MAX", "FLUSH_FACTOR", "BATCH"]
 
 
 # ---- the flush buffer -------------------------------------------------------------------------
 
 FLUSH_FACTOR = 2           # the scratch buffer written before each timed launch: 2x the L2
-_SCRATCH: dict[int, tuple[Any, int]] = {}
+_SCRATCH: dict[tuple[int, int], tuple[Any, int]] = {}
 
 
-def _scratch(dev, info: Device) -> tuple[Any, int]:
-    """(device pointer, bytes) of this device's flush buffer: allocated on first use and kept
-    for the session (126 MB on an H200, whose L2 is 60 MiB)."""
-    got = _SCRATCH.get(int(dev))
+def _scratch(dev, info: Device, size: int | None = None) -> tuple[Any, int]:
+    """(device pointer, bytes) of this device's flush buffer of ``size`` bytes (None: twice
+    the L2, 126 MB on an H200, whose L2 is 60 MiB): allocated on first use and kept for the
+    session."""
+    size = size or max(FLUSH_FACTOR * info.l2_bytes, 1 << 20)
+    got = _SCRATCH.get((int(dev), size))
     if got is None:
-        size = max(FLUSH_FACTOR * info.l2_bytes, 1 << 20)
         ptr = check(api().cuMemAlloc(size), f"allocating the {size >> 20} MB L2 flush buffer")
-        got = _SCRATCH[int(dev)] = (ptr, size)
+        got = _SCRATCH[(int(dev), size)] = (ptr, size)
     return got
 
 
@@ -105,77 +110,46 @@ def _release(gate, value: int) -> None:
 
 # ---- measuring --------------------------------------------------------------------------------
 
-GRAPH_LAUNCHES = 20        # launches per graph for graph=True
 WARMUP_MS = 25.0           # warmup=None: launch until about this much GPU time has passed
 WARMUP_MAX = 10_000        # ... or this many launches
-MAX_COUNT = 100_000        # the most repeat, warmup and graph may ask for: a typo's 10**9 timed
-                           # launches would hold two billion CUDA events and never end
-
-
-def _said(value) -> str:
-    """``value`` as the messages say it: ``str`` cut to 40 characters, or where ``str`` fails
-    (an int past the int->str digit limit) :func:`~cuda_magic.errors.quote`."""
-    try:
-        return str(value)[:40]
-    except Exception:
-        return quote(value, 40)
-
-
-def _count(value, name: str, low: int, what: str, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BenchError(f"{name}={_said(value)}: {what}")
-    if value > MAX_COUNT:
-        raise BenchError(f"{name}={_said(value)}: at most {MAX_COUNT:,} ({what})")
-    return value
-
-
-def _amount(value, name: str, what: str):
-    if value is None:
-        return None
-    ok = not isinstance(value, bool) and isinstance(value, (int, float))
-    try:
-        ok = ok and 0 < float(value) < float("inf")     # an int too large for a float: no
-    except OverflowError:
-        ok = False
-    if not ok:
-        raise BenchError(f"{name}={_said(value)}: {what}, a number > 0")
-    return value
-
-
-def options(repeat=100, warmup=None, flush=True, graph=False, nbytes=None, flops=None,
-            dtype="float32") -> dict:
-    """``bench``'s keywords, checked (:class:`BenchError` naming the one that is wrong) and
-    normalised: ``graph`` becomes the number of launches per graph (0: none)."""
-    out = {"repeat": _count(repeat, "repeat", 1, "the number of timed launches, an int >= 1"),
-           "warmup": _count(warmup, "warmup", 0, "launches before timing, an int >= 0 (None: "
-                            "about 25 ms of launches)", allow_none=True)}
-    if not isinstance(flush, bool):
-        raise BenchError(f"flush={_said(flush)}: True (write a buffer of twice the L2 before "
-                         f"each timed launch) or False")
-    if graph is True:
-        graph = GRAPH_LAUNCHES
-    elif graph is False or graph is None or (type(graph) is int and graph == 0):
-        graph = 0                  # 0 too: what this returns, so options(**options(...)) holds
-    else:
-        graph = _count(graph, "graph", 1, "True, False or the number of launches per CUDA graph")
-    out.update(flush=flush, graph=graph,
-               nbytes=_amount(nbytes, "nbytes", "bytes one launch reads and writes"),
-               flops=_amount(flops, "flops", "floating-point operations one launch does"),
-               dtype=flop_type(dtype))
-    return out
 
 
 def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, repeat: int,
             warmup: int | None, flush: bool, graph: int, nbytes, flops, dtype: str,
+            timer: str = "events", fresh_inputs: bool = False, protocol: str | None = None,
             attrs=None) -> Timing:
     """Time ``kernel`` (already checked options, see :func:`options`): launches one by one or
     ``graph`` at a time in a CUDA graph, each timed with a pair of CUDA events; with ``flush``
     a memset of twice the L2 on the same stream before each timed launch, outside the events;
     queued BATCH at a time while the stream is held, so the GPU never waits for Python inside
-    an event pair.  ``attrs``: the launch's :class:`~..launch.attributes.Attributes` (None: none),
-    each launch then a ``cuLaunchKernelEx``."""
+    an event pair.  ``timer``: "cupti" (or "auto" with cupti-python installed) takes each
+    kernel's own duration from CUPTI's activity records instead of the event pairs (which are
+    still recorded).  ``fresh_inputs``: the timed launches rotate :data:`.fresh.FRESH_SETS` copies of
+    the const pointer inputs, each shifted.  ``protocol``: its ``trials`` (one warmup, then
+    each trial's runs) and its flush size.  ``attrs``: the launch's
+    :class:`~..launch.attributes.Attributes` (None: none), each launch then a
+    ``cuLaunchKernelEx``."""
+    fixed = PROTOCOLS.get(protocol, {})
+    kw = dict(repeat=repeat, flush=flush, graph=graph, nbytes=nbytes, flops=flops, dtype=dtype,
+              timer=timer, fresh_inputs=fresh_inputs, attrs=attrs,
+              flush_bytes=fixed.get("flush_bytes"))
+    trials = [_measure(kernel, dims, args, shared, stream, warmup=warmup if t == 0 else 0, **kw)
+              for t in range(fixed.get("trials", 1))]
+    if len(trials) == 1:
+        return trials[0]
+    first = trials[0]
+    said = (f"protocol {protocol!r}: {warmup} warm-up launches, then {len(trials)} trials of "
+            f"{repeat} timed launches, {first.flush_bytes >> 20} MiB written to flush the L2 "
+            f"before each, inputs shifted every launch")
+    return dataclasses.replace(first, samples_ms=tuple(x for t in trials for x in t.samples_ms),
+                               notes=(said,) + first.notes, protocol=protocol)
+
+
+def _measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, repeat: int,
+             warmup: int | None, flush: bool, graph: int, nbytes, flops, dtype: str,
+             timer: str, fresh_inputs: bool, attrs, flush_bytes: int | None) -> Timing:
+    """One trial of :func:`measure`."""
+    timer, recorder, timer_note = timers.choose(timer)
     try:
         handle, packer = kernel.handle_and_packer(shared)
     except NoGPUError as exc:
@@ -198,8 +172,13 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
         return e
 
     try:
-        params = packer.pack(args, staged)
-        launch = _launcher(drv, kernel, handle, dims, shared, params, attrs)
+        sets = fresh.sets(kernel, args) if fresh_inputs else [args]
+        packers = [packer] + [kernel.spare_packer() for _ in sets[1:]]
+        launchers = [_launcher(drv, kernel, handle, dims, shared, p.pack(a, staged), attrs)
+                     for p, a in zip(packers, sets)]
+        launch = launchers[0]
+        if fresh_inputs:
+            notes.append(fresh.note(kernel, args, len(sets)))
         # what made the arguments (CuPy, PyTorch, on any stream) is finished before timing
         waiting.everything(None, f"waiting for the GPU before timing {kernel.name}")
         if graph:
@@ -214,7 +193,9 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                 if err != 0:
                     check((err,), what)
         warmed = _warm(drv, step, s, warmup, event, lambda: waiting.Launch.of(kernel, dims))
-        scratch = _scratch(dev, info) if flush else None
+        scratch = _scratch(dev, info, flush_bytes) if flush else None
+        if recorder is not None:
+            recorder, timer_note = timers.start(recorder)
         reader = nvml_reader(dev)
         before = None if isinstance(reader, str) else read_clock(reader)
         pairs = [(event(), event()) for _ in range(repeat)]
@@ -233,7 +214,12 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                         check(drv.cuMemsetD8Async(scratch[0], i & 0xFF, scratch[1], s),
                               "flushing the L2")
                     check(drv.cuEventRecord(start, s), "cuEventRecord")
-                    step()
+                    if len(launchers) > 1:
+                        err = launchers[i % len(launchers)](s)
+                        if err != 0:
+                            check((err,), what)
+                    else:
+                        step()
                     check(drv.cuEventRecord(end, s), "cuEventRecord")
             finally:
                 if held is not None:
@@ -244,7 +230,17 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
         per = graph or 1
         samples = tuple(float(check(drv.cuEventElapsedTime(a, z), "cuEventElapsedTime")) / per
                         for a, z in pairs)
+        used = "events"
+        if recorder is not None:
+            kernel_ms, timer_note = timers.stop(recorder, kernel, repeat * per)
+            if kernel_ms is not None:       # one sample per timed repetition, as the events give
+                samples = tuple(sum(kernel_ms[i * per:(i + 1) * per]) / per
+                                for i in range(repeat))
+                used = "cupti"
+                recorder = None
     finally:
+        if recorder is not None:
+            timers.abandon(recorder)
         # nothing the GPU still uses is freed; once CUDA here is lost (a fault, a hang) nothing
         # is freed at all: after a hang, freeing would wait for the kernel
         if driver.lost() is None:
@@ -261,12 +257,15 @@ def measure(kernel, dims: tuple, args: Sequence, shared: int, stream: int, *, re
                 release(staged, stream, copy_back=False)
     if attrs is not None:
         notes.append(f"each launch with {', '.join(attrs.words(values=True))} (cuLaunchKernelEx)")
+    if timer_note:
+        notes.append(timer_note)
     if graph and stream in (0, 1, 2):
         notes.append("captured on a private non-blocking stream (the default streams cannot be "
                      "captured)")
     return Timing(kernel.name, tuple(dims), samples, nbytes=nbytes, flops=flops, dtype=dtype,
                   flush=flush, flush_bytes=scratch[1] if scratch else 0, graph=graph,
-                  warmup=warmed, shared_mem=shared, device=info, clocks=clocks, notes=tuple(notes))
+                  warmup=warmed, shared_mem=shared, device=info, clocks=clocks, notes=tuple(notes),
+                  timer=used)
 
 
 def _launcher(drv, kernel, handle, dims, shared: int, params, attrs):
@@ -384,6 +383,9 @@ class Timing:
     launch_hash: str = ""
     l2: str = ""                             # how the L2 stood (l2_state); "": from flush, graph
     ran_on: str = ""                         # the remote GPU that ran it (remote()); "": here
+    timer: str = "events"                    # what timed the samples: "events" or "cupti"
+    protocol: str | None = None              # the protocol= that fixed the options
+    check: Any = None                        # check=: the Verdict of the outputs after timing
 
     def __post_init__(self):
         self.samples_ms = tuple(float(x) for x in self.samples_ms)
@@ -489,14 +491,55 @@ class Timing:
         t, p = self.tflops, self.peak_tflops
         return t / p if t and p else None
 
+    # -- speed of light --------------------------------------------------------------------
+    @property
+    def bound_ms(self) -> float | None:
+        """The roofline bound of one launch on this GPU: the longer of ``nbytes`` at the DRAM
+        peak and ``flops`` at the ``dtype`` FMA peak (None without either or without peaks)."""
+        times = []
+        if self.nbytes and self.peak_gbps:
+            times.append(self.nbytes / (self.peak_gbps * 1e9) * 1e3)
+        if self.flops and self.peak_tflops:
+            times.append(self.flops / (self.peak_tflops * 1e12) * 1e3)
+        return max(times) if times else None
+
+    @property
+    def sol(self) -> float | None:
+        """Speed of light reached: :attr:`bound_ms` over the median time (1.0: at the bound)."""
+        bound = self.bound_ms
+        return bound / self.median_ms if bound else None
+
+    @property
+    def bound_by(self) -> str | None:
+        """What sets :attr:`bound_ms`: "memory" or "compute"."""
+        if self.bound_ms is None:
+            return None
+        mem = self.nbytes / (self.peak_gbps * 1e9) * 1e3 if self.nbytes and self.peak_gbps else 0
+        return "memory" if mem >= self.bound_ms else "compute"
+
+    @property
+    def peaks_source(self) -> str:
+        """Where the peaks come from."""
+        return ("DRAM: the driver's memory clock x bus width x 2; FMA: SMs x clock x FMA per "
+                "clock (CUDA C++ Programming Guide, arithmetic instruction throughput); "
+                "no tensor cores")
+
+    @property
+    def wrong(self) -> bool:
+        """``check=`` ran and the outputs after timing failed it."""
+        return self.check is not None and not bool(self.check)
+
     def to_dict(self) -> dict:
         """Plain data (JSON-able): the fields and the statistics."""
-        d = dataclasses.asdict(self)
+        d = dataclasses.asdict(dataclasses.replace(self, check=None))
+        d["check"] = None if self.check is None else {"passed": bool(self.check),
+                                                      "words": str(self.check)}
         d["samples_ms"] = list(self.samples_ms)
         d.update(n=self.n, median_ms=self.median_ms, min_ms=self.min_ms, mean_ms=self.mean_ms,
                  q1_ms=self.q1_ms, q3_ms=self.q3_ms, ci_ms=list(self.ci_ms),
                  ci_coverage=self.ci_coverage, gbps=self.gbps, tflops=self.tflops,
-                 gbps_of_peak=self.gbps_of_peak, tflops_of_peak=self.tflops_of_peak)
+                 gbps_of_peak=self.gbps_of_peak, tflops_of_peak=self.tflops_of_peak,
+                 bound_ms=self.bound_ms, sol=self.sol)
         return d
 
     def __repr__(self) -> str:

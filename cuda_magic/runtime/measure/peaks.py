@@ -150,6 +150,14 @@ class Clocks:
     note: str = ""                     # why there is no figure, when there is none
 
     @property
+    def changed(self) -> bool:
+        """The SM clock read after the runs differs from the one read before by more than 1%
+        (NVML reports in steps of about 15 MHz)."""
+        if self.before_mhz is None or self.after_mhz is None:
+            return False
+        return abs(self.after_mhz - self.before_mhz) > 0.01 * self.before_mhz
+
+    @property
     def throttled(self) -> bool:
         """The clock fell by more than 5% during the run, or ended more than 5% below its max."""
         if self.before_mhz is None or self.after_mhz is None:

@@ -141,7 +141,7 @@ def _run(kernel, grid3, block3, shared_mem, launched) -> None:
 
 def _check_runs(runs) -> int:
     """``runs=``: an int from 1 to bench's MAX_COUNT (a typo's 10**9 would never end)."""
-    from ..measure.bench import MAX_COUNT
+    from ..measure.options import MAX_COUNT
     if not isinstance(runs, (int, np.integer)) or isinstance(runs, bool) or runs < 1:
         raise VerifyError(f"runs={quote(runs, 40)}: the number of launches must be an int >= 1")
     if runs > MAX_COUNT:

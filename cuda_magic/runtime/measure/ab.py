@@ -27,6 +27,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ...arrays import library
 from ...errors import BenchError
 from .. import driver
 from .stats import CI_LEVEL, median_ci, quartiles
@@ -231,7 +232,7 @@ def _uploaded(args) -> tuple[list, list]:
     copies, every round); and the copies, to free."""
     out, uploaded = [], []
     for x in args:
-        if type(x).__module__ == "numpy" and hasattr(x, "__array_interface__") and x.ndim:
+        if library(x) == "numpy" and x.ndim:
             from ..device_array import DeviceArray
             x = DeviceArray.upload(x)
             uploaded.append(x)

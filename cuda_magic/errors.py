@@ -19,7 +19,8 @@ __all__ = ["Error", "BenchError", "HistoryError", "ShowError", "ViewError", "Too
            "NoKernelError", "KernelKeyError", "InstanceError", "BinaryFormatError", "OccupancyError",
            "OccupancyTypeError", "PlotError", "NoMatplotlibError", "CudaError", "NoGPUError",
            "ArgumentError", "ArgumentRangeError", "ProfilerPermissionError", "ToolRunError", "NumbersError", "DtypeError", "VerifyError", "SweepError",
-           "TuneError", "TuneRunError", "RunError", "ExportError", "KernelHangError", "RemoteError"]
+           "TuneError", "TuneRunError", "RunError", "ExportError", "KernelHangError", "RemoteError",
+           "CuptiError"]
 
 
 class Error(Exception):
@@ -454,6 +455,11 @@ class KernelHangError(Error, RuntimeError):
 
 class ProfilerPermissionError(Error, PermissionError):
     """Nsight Compute may not read the GPU's performance counters (``ERR_NVGPUCTRPERM``)."""
+
+
+class CuptiError(Error, RuntimeError):
+    """CUPTI could not record: not installed, another profiler holds it, a driver too old for
+    it, or a Recorder already recording.  One line naming what failed."""
 
 
 class ToolRunError(Error, RuntimeError):

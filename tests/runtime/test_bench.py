@@ -309,10 +309,12 @@ def test_history_compares_like_with_like():
     bench_history.record(k, _run(20.0), args=(8192,))                   # other arguments: a new setup
     bench_history.record(k, _run(20.0, dims=(16, 1, 1, 256, 1, 1)), args=(8192,))   # other grid
     bench_history.record(k, _run(30.0, flush=True), args=(8192,))       # flush on: another setup
+    bench_history.record(k, _run(12.0, timer="cupti"), args=(4096,))    # another timer: another
+    bench_history.record(k, _run(13.0, protocol="sol"), args=(4096,))   # ...and another protocol
     bench_history.record(k, _run(10.6), args=(4096,))                   # compared with run 1: +6%
     h = cuda_magic.history(k)                                    # a Kernel works as well as its name
-    assert [m.kind for m in h.marks] == ["", "", "", "", "regression"]
-    assert h.marks[4].against == 0
+    assert [m.kind for m in h.marks] == ["", "", "", "", "", "", "regression"]
+    assert h.marks[6].against == 0
     assert "first of its launch" in view(h).text()
 
 

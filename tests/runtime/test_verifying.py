@@ -452,7 +452,7 @@ def test_keywords_are_checked_before_the_gpu_is_touched(emu, monkeypatch, kw, me
 
 
 def test_runs_up_to_the_cap_are_taken(emu):
-    from cuda_magic.runtime.measure.bench import MAX_COUNT
+    from cuda_magic.runtime.measure.options import MAX_COUNT
     assert MAX_COUNT == 100_000
     k = emu.kernel("scale", scale_as(ok))
     v = k.verify(4, 256, X, np.zeros(1000, np.float32), 2.0, 1000, reference=ref_scale,

@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ...errors import CuptiError
+
 __all__ = ["KernelRecord", "Recorder", "CuptiError", "missing", "decode", "durations_ms",
            "record_to_dict"]
 
@@ -20,11 +22,6 @@ __all__ = ["KernelRecord", "Recorder", "CuptiError", "missing", "decode", "durat
 KERNEL, CONCURRENT_KERNEL = 3, 10
 _KERNEL_KINDS = {KERNEL, CONCURRENT_KERNEL, "KERNEL", "CONCURRENT_KERNEL"}
 _BUFFER_BYTES = 8 << 20        # each activity buffer CUPTI asks for (as NVIDIA's samples)
-
-
-class CuptiError(RuntimeError):
-    """CUPTI could not record: not installed, another profiler holds it, a driver too old for
-    it, or a Recorder already recording.  One line naming what failed."""
 
 
 def missing() -> str | None:

@@ -63,7 +63,7 @@ def record(kernel, timing: Timing, args: Sequence = ()) -> Timing:
     config = getattr(result, "config", None)
     config_json = config.json() if hasattr(config, "json") else ""
     launch = repr((tuple(timing.dims), timing.shared_mem, timing.flush, timing.graph,
-                   _arg_signature(args)))
+                   timing.timer, timing.protocol, _arg_signature(args)))
     timing = dataclasses.replace(timing, config_hash=_hash(config_json),
                                  source_hash=_hash(getattr(result, "source", "") or ""),
                                  launch_hash=_hash(launch))
@@ -120,7 +120,8 @@ class Mark:
 def marks(runs: Sequence[Timing]) -> list[Mark]:
     """A run whose 95% CI lies wholly above the previous comparable run's CI and whose median
     is more than 5% slower is a regression; wholly below it and more than 5% faster, an
-    improvement; anything else is noise.  Comparable: the same ``launch_hash``.
+    improvement; anything else is noise.  Comparable: the same ``launch_hash`` (dimensions,
+    shared memory, flush, graph, timer, protocol and the arguments' shapes and scalar values).
 
     Both conditions are needed: each CI says where one call's median is, but not how far a
     second call of the same kernel drifts (clocks, L2 state), which is up to ~3% on an H200

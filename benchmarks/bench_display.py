@@ -45,6 +45,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -185,6 +186,42 @@ def main() -> None:
                                                                "--maxrregcount=24"]})):
         bench_tabs(label, src, options, max(1, args.repeat // 2))
     bench_big(args.arch, max(1, args.repeat // 5))
+    bench_timeline(max(1, args.repeat // 5))
+
+
+def bench_timeline(n: int, events: int = 500_000) -> None:
+    """A k.timeline of ``events`` ranges (132 SMs x 4 warps) drawn: the first chart (the events
+    read into arrays, then the SVG) and a zoomed redraw (the arrays reused); CPU seconds."""
+    from cuda_magic.display.timeline import TimelineView
+    from cuda_magic.runtime.measure.timeline import Event, Timeline
+    names, per, ev = ("a", "b/x", "c:y", "d"), events // (132 * 4) + 1, []
+    for sm in range(132):
+        for w in range(4):
+            t = 0
+            for k in range(per):
+                if len(ev) == events:
+                    break
+                d = 50 + (k * 7919 + sm) % 200
+                ev.append(Event(names[k % 4], "range", (sm, 0, 0), w, sm, t, t + d))
+                t += d + 10
+    ev.sort(key=lambda e: (e.start, e.sm, e.block, e.warp))
+    t = Timeline(kernel="k", grid=(132, 1, 1), block=(128, 1, 1), events=tuple(ev), capacity=64,
+                 recorded=len(ev), lost=0, resolution_ns=32, duration=max(e.end for e in ev),
+                 argv=("nvcc", "cell.cu"), sm_count=132)
+    first, zoomed = [], []
+    for _ in range(n):
+        v = TimelineView(t)
+        start = time.process_time()
+        v.chart()
+        first.append((time.process_time() - start) * 1e3)
+        start = time.process_time()
+        v.chart(window=(10_000, 12_000))
+        zoomed.append((time.process_time() - start) * 1e3)
+    print(f"a timeline of {events:,} events (CPU time; the test checks the shapes are bounded)")
+    print(f"{'figure':<22}{'n':>4}  {'median ms (min)':>20}")
+    for name, times in (("first chart", first), ("zoomed redraw", zoomed)):
+        print(f"{name:<22}{n:>4}  {statistics.median(times):9.2f} ({min(times):8.2f})")
+    print()
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@ and nested ranges), its rows (SMs and their lanes, or the warps of chosen blocks
 bound on shapes for a 500k-event timeline, escaping, and the widget."""
 
 import re
-import time
 from html import escape
 
 import pytest
 
 import cuda_magic.display as display
+import cuda_magic.display.timeline as timeline_module
 from cuda_magic.display import gantt, registry, view
 from cuda_magic.display.timeline import TimelineView, summary_rows
 from cuda_magic.errors import ShowError
@@ -233,14 +233,15 @@ def test_zoom_draws_the_window_only():
     assert "600 ns – 1.2 µs of 2.2 µs" in zoomed.caption
 
 
-def test_many_events_are_bounded_and_fast(big):
-    """500k events draw as at most MAX_RECTS shapes, each row its share; the SVG (reading the
-    events into arrays, then drawing) takes about 0.5 s of CPU on an idle machine (the bound
-    leaves room for a busy one); a zoomed redraw reuses the arrays."""
+def test_many_events_are_bounded_and_the_arrays_reused(big, monkeypatch):
+    """500k events draw as at most MAX_RECTS shapes, each row its share; a zoomed redraw reuses
+    the arrays the first chart read the events into (the CPU time of both is
+    benchmarks/bench_display.py's)."""
+    made = []
+    real = timeline_module.Arrays
+    monkeypatch.setattr(timeline_module, "Arrays", lambda t: made.append(t) or real(t))
     v = TimelineView(big)
-    started = time.process_time()
     c = v.chart()
-    took = time.process_time() - started
     assert c.shown == len(big.events) == 500_000
     rects = len(re.findall("<rect ", c.rows)) + len(re.findall("<path ", c.rows))
     assert c.shapes <= gantt.MAX_RECTS and rects <= gantt.MAX_RECTS + 2 * 132
@@ -250,12 +251,10 @@ def test_many_events_are_bounded_and_fast(big):
         per_row[sm] = per_row.get(sm, 0) + 1
     assert len(per_row) == 132 and max(per_row.values()) <= gantt.MAX_RECTS // 132
     assert any("(closer than a pixel at this zoom: zoom in)" in r for r in shapes(c.rows, "rect"))
-    assert took < 1.2, f"{took:.2f} s of CPU to draw a 500k-event timeline"
     assert len(v.html()) < 5_000_000
-    started = time.process_time()
     z = v.chart(window=(10_000, 12_000))
-    assert time.process_time() - started < 0.4
     assert 0 < z.shown < 500_000 and z.merged < z.shown
+    assert made == [big]                                     # read once, for both charts
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,8 @@ In one run, on the same machine:
      may create a PCH, once: "PCH created (one-off)") and, after an edit of the kernel's
      body, the compile the user waits for each time; beside it the same with cuda-magic's
      PCH off (``CUDA_MAGIC_PCH=0``) and the bare kernel.         goal: edit <= 2x bare
+     The last 7 rows are CUB, cooperative groups and libcu++ (issue "Real code III"); where
+     their time goes is in docs/performance.md.
   2. a CUB + cooperative_groups cell (``--force``) without a PCH, creating its PCH, and
      using it — side by side;                                    goal: used <= 0.25x none
      and the same cell as the first of a new Python process, with the PCH off and with the
@@ -67,7 +69,11 @@ extern "C" __global__ void scaled(const float* x, float* y, int n) {
 MATRIX = ("cmath", "math.h", "cstdlib", "limits", "utility", "algorithm", "array", "tuple",
           "functional", "numeric", "type_traits", "cuda/std/cmath", "cuda/std/limits",
           "cuda/std/type_traits", "cstdio", "cstdint", "cassert", "cfloat", "climits", "cstring",
-          "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h")
+          "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h",
+          # issue "Real code III", item 1: the library headers real files include next
+          "cooperative_groups.h", "cooperative_groups/reduce.h", "cuda/barrier",
+          "cub/block/block_reduce.cuh", "cub/warp/warp_reduce.cuh", "cuda/std/atomic",
+          "cuda/ptx")
 KERNEL = 'extern "C" __global__ void k(float* x) {{ x[threadIdx.x] = {}.0f; }}\n'
 
 

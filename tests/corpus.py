@@ -123,6 +123,47 @@ def run_layernorm(m):
     _close(out2, want, 1e-4, 1e-4, "layernorm_block out")
 
 
+def run_cg_collectives(m):
+    n, r = 1024, _rng(11)
+    x = r.standard_normal(n).astype(np.float32)
+    k = r.integers(-1000, 1000, n).astype(np.int32)
+    sums, mins, maxs = np.zeros(n // 32, np.float32), np.zeros(n // 16, np.int32), np.zeros(n // 16, np.int32)
+    xors = np.zeros(n // 16, np.uint32)
+    m["tile_reduce"][n // 256, 256](x, k, sums, mins, maxs, xors, n)
+    _close(sums, x.astype(np.float64).reshape(-1, 32).sum(axis=1), 1e-5, 1e-5, "tile_reduce sums")
+    tiles = k.reshape(-1, 16)
+    assert (mins == tiles.min(axis=1)).all() and (maxs == tiles.max(axis=1)).all(), "tile min/max"
+    assert (xors == np.bitwise_xor.reduce(tiles.view(np.uint32), axis=1)).all(), "tile xor"
+
+    v = r.integers(-50, 50, n).astype(np.int32)
+    inc, exc = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    m["warp_scan"][n // 256, 256](v, inc, exc, n)
+    want = np.cumsum(v.reshape(-1, 32), axis=1).reshape(-1)
+    assert (inc == want).all() and (exc == want - v).all(), "warp_scan"
+
+    key = r.integers(0, 100, n).astype(np.int32)
+    rank, size, label = np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros(n, np.int32)
+    m["groups"][n // 256, 256](key, rank, size, label, n)
+    for w in range(n // 32):
+        kw = key[32 * w:32 * (w + 1)]
+        odd = (kw & 1) == 1
+        assert (rank[32 * w:32 * (w + 1)] == np.where(odd, np.cumsum(odd) - 1, -1)).all(), "rank"
+        assert (size[32 * w:32 * (w + 1)] == np.where(odd, odd.sum(), 0)).all(), "size"
+        sums_by = {lab: int(kw[kw % 4 == lab].sum()) for lab in range(4)}
+        assert (label[32 * w:32 * (w + 1)] == [sums_by[int(c) % 4] for c in kw]).all(), "label"
+
+    h = r.uniform(-4, 4, n).astype(np.float16)
+    y = np.zeros(n, np.float16)
+    m["half_pairs"][n // 256, 256](h, y, n)
+    pair = h[np.arange(n) ^ 1]
+    assert (y == (h.astype(np.float32) + pair.astype(np.float32)).astype(np.float16)).all(), "half"
+
+    xs = r.standard_normal(n).astype(np.float32)
+    ys = np.zeros(n, np.float32)
+    m["staged_reverse"][n // 256, 256](xs, ys)
+    assert (ys == xs.reshape(-1, 256)[:, ::-1].reshape(-1)).all(), "staged_reverse"
+
+
 def run_wmma(m):
     M, N, K = 64, 48, 32
     r = _rng(2)
@@ -674,6 +715,11 @@ CASES: tuple[Case, ...] = (
     Case("layernorm_cg.cu", {"layernorm_warp": 8, "layernorm_block": 6},
          {"layernorm_warp": "layernorm_warp", "layernorm_block": "layernorm_block"},
          run=run_layernorm),
+    Case("cg_collectives.cu", {"tile_reduce": 7, "warp_scan": 4, "groups": 5, "half_pairs": 3,
+                               "staged_reverse": 2},
+         {"tile_reduce": "tile_reduce", "warp_scan": "warp_scan", "groups": "groups",
+          "half_pairs": "half_pairs", "staged_reverse": "staged_reverse"},
+         run=run_cg_collectives),
     Case("wmma_gemm.cu", {"wmma_gemm": 8}, {"wmma_gemm": "wmma_gemm"},
          requires="crt", run=run_wmma),
     Case("curand_init.cu", {"setup_states": 3, "generate_uniform": 4, "normal_xorwow": 3},

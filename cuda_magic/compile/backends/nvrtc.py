@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from ...errors import clip
+from .. import cg_lite
 from .. import pch as _pch
 from .. import pch_heap
 from ..toolkit_headers import toolkit_dirs
@@ -427,22 +428,47 @@ def supply(source: str, flags: Sequence[str], headers: Mapping[str, str]):
 
 def compile_retrying(source: str, *, flags: Sequence[str],
                      headers: Mapping[str, str] = MappingProxyType({}), **kw) -> Output:
-    """:func:`compile` with what :func:`supply` adds; when NVRTC refused unannotated (host)
-    functions and the flags lack ``-default-device``, once more with it appended (the log
-    starts with :data:`RETRIED`)."""
+    """:func:`compile_default_device` with what :func:`supply` adds, and, for a cell that uses
+    cooperative groups and nothing of libcu++, with :data:`.cg_lite.FLAG` first (compiled again
+    without it if the cell does not compile with it; the log says which)."""
+    lite = cg_lite.wanted(source, flags)
     flags, headers, notes = supply(source, flags, headers)
     try:
-        try:
-            out = compile(source, flags=flags, headers=headers, **kw)
-        except CompileError as exc:
-            if _HOST_FUNCTION not in exc.log or any(f in _DEFAULT_DEVICE for f in flags):
+        if lite:
+            try:
+                return _with_notes(compile_default_device(
+                    source, flags=(*flags, cg_lite.FLAG), headers=headers, **kw),
+                    [*notes, cg_lite.NOTE])
+            except CompileTimeoutError:
                 raise
-            notes.append(RETRIED)
-            out = compile(source, flags=(*flags, DEFAULT_DEVICE), headers=headers, **kw)
+            except CompileError:
+                pass            # compiled as written below; its error, if any, is the cell's
+        out = compile_default_device(source, flags=flags, headers=headers, **kw)
     except CompileError as exc:
         for line in notes:
             exc.note(line)
         raise
+    return _with_notes(out, [*notes, cg_lite.RETRIED] if lite else notes)
+
+
+def compile_default_device(source: str, *, flags: Sequence[str], **kw) -> Output:
+    """:func:`compile`; when NVRTC refused unannotated (host) functions and the flags lack
+    ``-default-device``, once more with it appended (the log then starts with :data:`RETRIED`;
+    a CompileError of the retry carries it as a note)."""
+    try:
+        return compile(source, flags=flags, **kw)
+    except CompileError as exc:
+        if _HOST_FUNCTION not in exc.log or any(f in _DEFAULT_DEVICE for f in flags):
+            raise
+    try:
+        return _with_notes(compile(source, flags=(*flags, DEFAULT_DEVICE), **kw), [RETRIED])
+    except CompileError as exc:
+        exc.note(RETRIED)
+        raise
+
+
+def _with_notes(out: Output, notes: Sequence[str]) -> Output:
+    """``out`` with ``notes`` (cuda-magic's lines) at the start of its log."""
     return replace(out, log="\n".join([*notes, out.log]).rstrip("\n")) if notes else out
 
 

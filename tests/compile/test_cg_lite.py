@@ -77,7 +77,7 @@ def test_a_cell_with_an_error_gets_the_error_it_has_without_the_switch():
     assert cg_lite.RETRIED not in str(e.value) and cg_lite.NOTE not in str(e.value)
 
 
-@pytest.mark.parametrize("name", ["cg_collectives.cu", "layernorm_cg.cu"])
+@pytest.mark.parametrize("name", ["cg_collectives.cu", "layernorm_cg.cu", "cluster_dsmem.cu"])
 def test_the_same_sass_with_and_without_libcuxx(name):
     """Every kernel of the corpus's cooperative-groups cells: SASS equal either way."""
     source = (KERNELS / name).read_text()
@@ -87,6 +87,6 @@ def test_the_same_sass_with_and_without_libcuxx(name):
     lite = cuda_magic.build(source, {"arch": ARCH}, force=True)
     full = cuda_magic.build(kept, {"arch": ARCH}, force=True)
     assert cg_lite.FLAG in lite.result.argv and cg_lite.FLAG not in full.result.argv
-    assert len(lite.kernels) >= 2
+    assert lite.kernels
     for kernel in lite.kernels:
         assert cuda_magic.sass(lite.result, kernel) == cuda_magic.sass(full.result, kernel), kernel

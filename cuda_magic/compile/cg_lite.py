@@ -13,9 +13,9 @@ groups then use their own traits and functors, and only the parts built on ``cud
 :func:`wanted` says when cuda-magic adds ``-D_CG_LIMIT_INCLUDED_DEPENDENCIES`` (after the user's
 flags, in the argv that ran, with :data:`NOTE` in the log): the cell includes cooperative
 groups, and nothing else that could meet libcu++ -- its includes are cooperative groups, the
-half/bfloat16 headers and C headers only; it names no ``cuda::`` entity, none of the missing
-parts and no ``_CG_`` macro; it includes no file of its own; the user's flags neither name the
-macro nor pre-include a file.  A cell that compiles under the switch compiles to the same SASS
+half/bfloat16 headers, ``cuda_runtime.h`` and C headers only; it names no ``cuda::`` entity,
+none of the missing parts and no ``_CG_`` macro; it includes no file of its own; the user's
+flags neither name the macro nor pre-include a file.  A cell that compiles under the switch compiles to the same SASS
 as without it (tests/compile/test_cg_lite.py compares every cooperative-groups kernel of the
 corpus); one that does not compile under it is compiled again without it
 (:data:`RETRIED`), so the switch never turns a working cell into an error.
@@ -40,6 +40,7 @@ _PRE_INCLUDE = ("-include", "--pre-include")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]*)[>"]', re.M)
 # what a cell may include beside cooperative groups: headers that never bring in libcu++
 _ALONGSIDE = re.compile(r"(cooperative_groups(/.*)?(\.h)?|cuda_fp16\.h|cuda_bf16\.h|"
+                        r"cuda_runtime(_api)?\.h|"
                         r"c(stdint|stdio|stdlib|math|assert|float|limits|string|stddef)|"
                         r"(stdint|stdio|stdlib|math|assert|float|limits|string|stddef)\.h)$")
 # names of what the switch leaves out, or of libcu++ itself

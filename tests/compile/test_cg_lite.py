@@ -20,6 +20,7 @@ KEEP = ["-U" + cg_lite.MACRO]          # the user's flag that keeps libcu++ in
 @pytest.mark.parametrize("source", [
     CG + BODY,
     "#include <cuda_fp16.h>\n#include <cstdint>\n" + CG + BODY,
+    "#include <cuda_runtime.h>\n#include <stdio.h>\n" + CG + BODY,
     "#include <cooperative_groups/reduce.h>\n// cuda::std would be here\n" + BODY,
     "#  include   <cooperative_groups/memcpy_async.h>\n/* thread_scope */\n" + BODY,
 ])

@@ -15,10 +15,10 @@ flags, in the argv that ran, with :data:`NOTE` in the log): the cell includes co
 groups, and nothing else that could meet libcu++ -- its includes are cooperative groups, the
 half/bfloat16 headers, ``cuda_runtime.h`` and C headers only; it names no ``cuda::`` entity,
 none of the missing parts and no ``_CG_`` macro; it includes no file of its own; the user's
-flags neither name the macro nor pre-include a file.  A cell that compiles under the switch compiles to the same SASS
-as without it (tests/compile/test_cg_lite.py compares every cooperative-groups kernel of the
-corpus); one that does not compile under it is compiled again without it
-(:data:`RETRIED`), so the switch never turns a working cell into an error.
+flags neither name the macro nor pre-include a file.  A cell that compiles under the switch
+compiles to the same SASS as without it (tests/compile/test_cg_lite.py compares every
+cooperative-groups kernel of the corpus); one that does not compile under it is compiled again
+without it (:data:`RETRIED`), so the switch never turns a working cell into an error.
 """
 
 from __future__ import annotations

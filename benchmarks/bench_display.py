@@ -193,21 +193,9 @@ def bench_timeline(n: int, events: int = 500_000) -> None:
     """A k.timeline of ``events`` ranges (132 SMs x 4 warps) drawn: the first chart (the events
     read into arrays, then the SVG) and a zoomed redraw (the arrays reused); CPU seconds."""
     from cuda_magic.display.timeline import TimelineView
-    from cuda_magic.runtime.measure.timeline import Event, Timeline
-    names, per, ev = ("a", "b/x", "c:y", "d"), events // (132 * 4) + 1, []
-    for sm in range(132):
-        for w in range(4):
-            t = 0
-            for k in range(per):
-                if len(ev) == events:
-                    break
-                d = 50 + (k * 7919 + sm) % 200
-                ev.append(Event(names[k % 4], "range", (sm, 0, 0), w, sm, t, t + d))
-                t += d + 10
-    ev.sort(key=lambda e: (e.start, e.sm, e.block, e.warp))
-    t = Timeline(kernel="k", grid=(132, 1, 1), block=(128, 1, 1), events=tuple(ev), capacity=64,
-                 recorded=len(ev), lost=0, resolution_ns=32, duration=max(e.end for e in ev),
-                 argv=("nvcc", "cell.cu"), sm_count=132)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "display"))
+    from test_timeline_view import many_events      # the timeline the view's test draws
+    t = many_events(events)
     first, zoomed = [], []
     for _ in range(n):
         v = TimelineView(t)

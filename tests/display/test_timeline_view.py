@@ -257,21 +257,26 @@ def test_many_events_are_bounded_and_the_arrays_reused(big, monkeypatch):
     assert made == [big]                                     # read once, for both charts
 
 
-@pytest.fixture(scope="module")
-def big():
-    """500,000 ranges of 4 names on 132 SMs, 4 warps each, back to back."""
+def many_events(count: int = 500_000) -> Timeline:
+    """``count`` ranges of 4 names on 132 SMs, 4 warps each, back to back (also
+    benchmarks/bench_display.py's)."""
     names = ("a", "b/x", "c:y", "d")
-    per, ev = 500_000 // (132 * 4) + 1, []
+    per, ev = count // (132 * 4) + 1, []
     for sm in range(132):
         for w in range(4):
             t = 0
             for k in range(per):
-                if len(ev) == 500_000:
+                if len(ev) == count:
                     break
                 d = 50 + (k * 7919 + sm) % 200
                 ev.append(Event(names[k % 4], "range", (sm, 0, 0), w, sm, t, t + d))
                 t += d + 10
     return timeline(ev, grid=(132, 1, 1), block=(128, 1, 1))
+
+
+@pytest.fixture(scope="module")
+def big():
+    return many_events()
 
 
 def test_names_from_the_source_are_escaped():

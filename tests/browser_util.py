@@ -286,6 +286,12 @@ def expect(locator):
     return _expect(locator)
 
 
+def view_output(page, cell, selector: str):
+    """The output of ``cell`` that holds ``selector``: not simply its first output, since a slow
+    compile's status line (display/progress.py) leaves an emptied output before the view."""
+    return cell.locator(".jp-OutputArea-output").filter(has=page.locator(selector)).first
+
+
 def shown_outputs(page, selector: str, names, prefix: str, shown_js: str) -> dict:
     """The first output of each code cell that holds ``selector``, in order, one per name of
     ``names``: each screenshot to ``<prefix>_<name>.png`` under :func:`artifacts_dir`, and what
@@ -295,7 +301,7 @@ def shown_outputs(page, selector: str, names, prefix: str, shown_js: str) -> dic
     page.wait_for_timeout(300)
     out = {}
     for i, name in enumerate(names):
-        output = areas.nth(i).locator(".jp-OutputArea-output").first
+        output = view_output(page, areas.nth(i), selector)
         output.scroll_into_view_if_needed()
         output.screenshot(path=artifacts_dir() / f"{prefix}_{name}.png", timeout=15_000)
         out[name] = output.evaluate(shown_js)

@@ -50,7 +50,7 @@ def shown(tmp_path_factory):
         areas = page.locator(".jp-CodeCell").filter(has=page.locator(".cuda-magic-export"))
         page.set_viewport_size({"width": 700, "height": 1000})
         page.wait_for_timeout(500)
-        output = areas.nth(0).locator(".jp-OutputArea-output").first
+        output = bu.view_output(page, areas.nth(0), ".cuda-magic-export")
         output.scroll_into_view_if_needed()
         output.screenshot(path=bu.artifacts_dir() / "export_torch_narrow.png", timeout=15_000)
         out["narrow"] = output.evaluate(_SHOWN)

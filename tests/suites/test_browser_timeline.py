@@ -117,7 +117,7 @@ def shown(tmp_path_factory):
         areas = page.locator(".jp-CodeCell").filter(has=page.locator(".cuda-magic-gantt"))
         page.set_viewport_size({"width": 760, "height": 1000})
         page.wait_for_timeout(500)
-        output = areas.nth(0).locator(".jp-OutputArea-output").first
+        output = bu.view_output(page, areas.nth(0), ".cuda-magic-gantt")
         output.scroll_into_view_if_needed()
         output.screenshot(path=bu.artifacts_dir() / "timeline_narrow.png", timeout=15_000)
         out["narrow"] = output.evaluate(_SHOWN)

@@ -107,7 +107,7 @@ def shown(tmp_path_factory):
         page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'",
                                timeout=30_000)
         page.wait_for_timeout(500)
-        output = areas.nth(1).locator(".jp-OutputArea-output").first
+        output = bu.view_output(page, areas.nth(1), ".cuda-magic-verify")
         output.scroll_into_view_if_needed()
         output.screenshot(path=bu.artifacts_dir() / "verify_tail_dark.png", timeout=15_000)
         out["tail_dark"] = output.evaluate(_SHOWN)

@@ -50,6 +50,22 @@ def test_every_name_the_docs_use_resolves(dotted, doc):
     _resolve(dotted)
 
 
+# the pages about the code itself may name its inside
+_INSIDE = ("decisions.md", "development.md")
+
+
+@pytest.mark.parametrize("doc", [d for d in DOCS if d.name not in _INSIDE], ids=lambda d: d.name)
+def test_the_user_docs_name_only_public_names(doc):
+    # a command line that runs one of the package's modules (what ncu runs) is not a name to use
+    text = re.sub(r"-m cuda_magic(?:\.\w+)+", "", doc.read_text())
+    inside = sorted({m.group() for m in _DOTTED.finditer(text)
+                     if not m.group().split(".")[1].startswith("__")
+                     and m.group().split(".")[1] not in cuda_magic.__all__}
+                    | {f"from cuda_magic{m.group(1)} import" for m in _FROM.finditer(text)
+                       if m.group(1)})
+    assert not inside, f"{doc.name} sends users into the package's inside: {inside}"
+
+
 def test_the_errors_the_docs_name_are_exported():
     import builtins
     named = {m.group(1) for doc in DOCS for m in _ERROR.finditer(doc.read_text())

@@ -211,9 +211,14 @@ class ConfigView(Reprs):
 
 def view(obj, **options):
     """The view of a result (a Module, CompilationResult, CompileError, Comparison, Tuning,
-    Timing, History, Profile or Check: :data:`.registry.VIEWS`); a view is returned as is.
-    ``options`` (``static_sass=True``) go to the views that take them."""
+    Timeline, Timing, History, Profile or Check: :data:`.registry.VIEWS`); a view is returned
+    as is.  ``options`` are the view's own keywords (a cell's ``static_sass=True``; a
+    Timeline's ``rows=``, ``blocks=``, ``window=``, ``max_rects=``); one the view does not
+    take is a ViewError that names it."""
     if registry.is_view(obj):
+        if options:
+            raise ViewError(f"{next(iter(options))}=: {type(obj).__name__} is already a view; "
+                            f"pass the result it shows to view() with options")
         return obj
     entry = registry.lookup(obj)
     if entry is None:
@@ -222,7 +227,13 @@ def view(obj, **options):
         labels = [v.label for v in registry.VIEWS]
         raise ViewError(f"cannot show {type(obj).__name__} {quote(obj, 60)}: pass "
                         f"{', '.join(labels[:-1])} or {labels[-1]}{hint}")
-    return registry.make(entry, obj, options)
+    cls = registry.view_class(entry)
+    takes = registry.keywords(cls)
+    for name in options:
+        if name not in takes:
+            said = f"takes {', '.join(f'{t}=' for t in takes)}" if takes else "takes no options"
+            raise ViewError(f"{name}=: the view of {entry.label} {said}")
+    return cls(obj, **options)
 
 
 def _entry(c: Content, kernel: str):

@@ -18,9 +18,11 @@ class writes ``text()`` and ``html()`` and takes IPython's methods from :class:`
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 
-__all__ = ["View", "VIEWS", "SESSION_VIEWS", "RICH", "lookup", "for_type", "view_class", "make", "is_view",
+__all__ = ["View", "VIEWS", "SESSION_VIEWS", "RICH", "lookup", "for_type", "view_class", "keywords",
+           "make", "is_view",
            "formatters", "register_formatters"]
 
 RICH = ("mimebundle", "text/html")      # the IPython formatter that shows a view in a notebook
@@ -117,6 +119,12 @@ def view_class(entry: View) -> type:
     """The entry's view class (its module imported now)."""
     module, _, name = entry.view.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def keywords(cls: type) -> tuple[str, ...]:
+    """The keyword-only options a view class takes (``Class(obj, *, ...)``), in order."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
 
 
 def make(entry: View, obj, options: dict | None = None):

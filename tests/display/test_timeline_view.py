@@ -77,6 +77,20 @@ def test_a_timeline_is_shown_by_its_view():
     assert v.part("sass") == v.text() == repr(v)
 
 
+def test_view_passes_the_timeline_s_options_and_names_one_it_does_not_take():
+    t = pipeline()
+    v = view(t, rows="warps", blocks=[0], window=(0, 200), max_rects=500)
+    assert (v.rows, v.blocks, v.max_rects) == ("warps", [0], 500) and v.window[1] == 200
+    with pytest.raises(display.ViewError, match=r"^row=: the view of a k.timeline Timeline "
+                                                r"takes rows=, blocks=, window=, max_rects=$"):
+        view(t, row="warps")
+    with pytest.raises(display.ViewError, match=r"^rows=: TimelineView is already a view"):
+        view(view(t), rows="warps")
+    with pytest.raises(ShowError, match="rows='lanes'"):
+        view(t, rows="lanes")
+    assert Timeline.Event is Event      # a timeline made by hand, from the public name
+
+
 def test_the_text_has_the_header_and_the_summary():
     text = view(pipeline()).text()
     lines = text.splitlines()

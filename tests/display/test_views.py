@@ -202,6 +202,13 @@ def test_view_and_show_refuse_what_has_no_entry():
         cuda_magic.show([1], "sass")
 
 
+def test_view_names_an_option_the_view_does_not_take():
+    err = CompileError("nvrtc", "cell.cu(1): error: oops", ("--gpu-architecture=sm_90",), "x", "cell.cu")
+    with pytest.raises(display.ViewError, match=r"^static_sass=: the view of a CompileError takes "
+                                                r"no options$"):
+        view(err, static_sass=True)
+
+
 def test_display_module_names_collide_with_nothing():
     """``display.lines`` stays the function whatever is imported; no module shadows the
     stdlib (``html``)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ....errors import ArgumentError, quote
 
@@ -103,6 +104,7 @@ class Timeline:
     sm_count: int | None = None     # the GPU's SMs (None: unknown)
     recorder: str = RECORDER        # who records
     notes: tuple[str, ...] = ()
+    Event: ClassVar[type[Event]] = Event    # its records' type (a Timeline made by hand)
 
     @property
     def warps_per_block(self) -> int:

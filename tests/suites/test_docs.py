@@ -213,6 +213,33 @@ def test_an_output_fence_is_what_the_block_before_it_prints(tmp_path):
     assert not output_pattern("1").fullmatch("12\n")
 
 
+# what a GPU-less reader is told before a page's first example, where its examples compile with
+# no arch (the README says it before its first example in its own words)
+NO_GPU = "No GPU here? Run `%cuda_config --arch sm_90a` once after `%load_ext cuda_magic`"
+_COMPILES = re.compile(r"%%cuda|cuda_magic\.(?:build|compile_source|compare|tune)\(")
+
+
+@pytest.mark.parametrize("path", FILES[1:], ids=ids(FILES[1:]))
+def test_a_page_whose_examples_name_no_arch_says_what_to_run_without_a_gpu(path):
+    runnable = [b for b in blocks(path) if b.lang in RUNS]
+    no_arch = [b.line for b in runnable if _COMPILES.search(b.source) and "arch" not in b.source]
+    text = " ".join(path.read_text().splitlines()[:runnable[0].line - 1]) if runnable else ""
+    if no_arch:
+        assert NO_GPU in text, (f"{path.name}: examples at lines {no_arch} name no arch; say "
+                                f"before the first example: {NO_GPU}...")
+
+
+def test_readme_says_where_precompiled_headers_go_and_their_cap(monkeypatch):
+    from cuda_magic import settings
+    text = " ".join((ROOT / "README.md").read_text().split())
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    home = settings.TABLE["pch_dir"].default_value().replace(os.path.expanduser("~"), "~")
+    cap = settings.TABLE["pch_limit"].default_value()
+    assert f"in `{home}`, at most {cap >> 30} GiB" in text
+    for env in ("CUDA_MAGIC_PCH_DIR", "CUDA_MAGIC_PCH_LIMIT", "CUDA_MAGIC_PCH=0"):
+        assert f"`{env}`" in text or f"`{env} " in text, env
+
+
 def test_readme_example_is_the_notebooks():
     """The README's first %%cuda cell is the quickstart notebook's."""
     readme = next(b.source for b in blocks(ROOT / "README.md") if b.source.startswith("%%cuda"))

@@ -144,9 +144,10 @@ def supplied_note(names) -> str:
 
 
 def families_note(compiler: str) -> str:
-    """Where each toolkit header family came from, for the Log tab (``""``: none found)."""
+    """Where each toolkit header family came from, for the Log tab, by the names the Config
+    tab defines (``""``: none found)."""
     from ..compile.toolkit_headers import families_note as families
-    return families(compiler)
+    return short_paths(families(compiler, home=False), ())
 
 
 def header_notes(results) -> list[str]:
@@ -242,14 +243,50 @@ def argv_dirs(argv) -> list[tuple[str, str]]:
                   key=lambda dn: len(dn[0]), reverse=True)
 
 
+def _pattern(dirs):
+    return re.compile("|".join(f"{re.escape(d)}(?=/|{re.escape(os.sep)}|$|[^\\w.-])"
+                               for d, _ in dirs)) if dirs else None
+
+
+def named_dirs(argvs) -> list[tuple[str, str]]:
+    """``[(name, directory)]``: each long directory the ``argvs`` name, once, by name (the
+    Config tab defines them; the home directory shown as ``~``)."""
+    named = {}
+    for argv in argvs:
+        for d, n in argv_dirs(argv):
+            if any(d in a for a in argv):
+                named.setdefault(n, d)
+    return sorted((n, home_short(d)) for n, d in named.items())
+
+
+def names_lines(argvs) -> list[str]:
+    """``<name> = directory`` for each name the views use in place of a long directory."""
+    return [f"{n} = {d}" for n, d in named_dirs(argvs)]
+
+
+def home_short(path: str) -> str:
+    """``path`` with the home directory as ``~``."""
+    home = os.path.join(os.path.expanduser("~"), "")
+    return "~/" + path[len(home):] if home != os.sep and path.startswith(home) else path
+
+
+def short_paths(text: str, argv) -> str:
+    """``text`` (a compiler's log) with the long directories of ``argv`` by their names."""
+    dirs = argv_dirs(argv)
+    pattern = _pattern(dirs)
+    if pattern is None or not text:
+        return text
+    names = dict(dirs)
+    return pattern.sub(lambda m: names[m.group(0)], text)
+
+
 def short_argv(argv) -> tuple[str, ...]:
     """``argv`` with long directories named (see :func:`argv_dirs`) and an absolute nvcc as
     ``nvcc`` (the header says which version ran)."""
     dirs = argv_dirs(argv)
     if not dirs and not (argv and os.path.isabs(argv[0])):
         return tuple(argv)
-    pattern = re.compile("|".join(f"{re.escape(d)}(?=/|{re.escape(os.sep)}|$)" for d, _ in dirs)) \
-        if dirs else None
+    pattern = _pattern(dirs)
     names = dict(dirs)
     out = []
     for i, a in enumerate(argv):

@@ -19,9 +19,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PtxLexer
 
 from .content import (DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
-                      argv_short_words, argv_shortened, build_columns,
+                      argv_short_words, argv_shortened, build_columns, names_lines,
                       occupancy_cell, occupancy_rows, resource_note, resource_rows,
-                      split_rows, supplied_note, families_note)
+                      short_paths, split_rows, supplied_note, families_note)
 from .sass import SassLexer, SassStyle, annotate, heading as sass_heading
 
 __all__ = ["header", "config", "argv_html", "resources", "log", "sass", "ptx", "source", "page",
@@ -206,6 +206,9 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""
         parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + argv_html(argv))
+    if defs := names_lines([argv for _, argv in argvs]):     # each name once, for every tab
+        parts.append(f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; margin: 2px 0">'
+                     + "\n".join(escape(d) for d in defs) + "</div>")
     return "".join(parts)
 
 
@@ -315,7 +318,7 @@ def log(c: Content) -> str:
         text, left_out = c.log(b)
         if left_out:
             parts.append(note(left_out))
-        text = text.strip("\n")
+        text = short_paths(text, b.result.argv).strip("\n")
         if not text:
             parts.append(note("(the compiler printed nothing)"))
             continue
@@ -416,5 +419,9 @@ def error(exc) -> str:
     notes = "".join(note(n, WRAP) for n in exc.notes[exc.leading:])  # the fix (cuda-magic's)
     return (f'<div class="cuda-magic">{head}{leads}{body}{notes}'
             f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{argv_html(exc.argv)}'
-            + section("Log", pre(exc.log.strip("\n") or "(the compiler printed nothing)", WRAP))
+            + section("Log", pre(short_paths(exc.log, exc.argv).strip("\n")
+                                 or "(the compiler printed nothing)", WRAP))
+            + (f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; margin: 2px 0">'
+               + "\n".join(escape(d) for d in names_lines([exc.argv])) + "</div>"
+               if argv_shortened(exc.argv) else "")
             + "</div>")

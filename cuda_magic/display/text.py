@@ -8,7 +8,7 @@ import textwrap
 from .content import (ARGV_HINT, DRIVER_COLUMNS, OCCUPANCY_LEGEND, RESOURCE_COLUMNS, Content,
                       argv_short_text, argv_shortened, argv_text, build_columns,
                       occupancy_cell, occupancy_rows, resource_note, resource_rows,
-                      split_rows, supplied_note, families_note)
+                      split_rows, supplied_note, families_note, names_lines, short_paths)
 
 __all__ = ["config", "config_of", "exact_argv", "resources", "log", "summary", "numbered"]
 
@@ -54,6 +54,7 @@ def config(columns, argvs=(), fold_unused: bool = False) -> str:
         out.append(f"argv{f' ({label})' if many else ''}: {argv}")
     if any(argv_shortened(argv) for _, argv in argvs):
         out.append(f"  ({ARGV_HINT.format('m')})")
+        out += [f"  {d}" for d in names_lines([argv for _, argv in argvs])]
     return "\n".join(fit(out))
 
 
@@ -168,7 +169,7 @@ def log(c: Content) -> str:
         parts += [n for n in [families_note(b.result.compiler)] if n]
         text, left_out = c.log(b)
         parts += [left_out] if left_out else []
-        parts.append(text.strip("\n") or "(the compiler printed nothing)")
+        parts.append(short_paths(text, b.result.argv).strip("\n") or "(the compiler printed nothing)")
     return "\n".join(parts)
 
 

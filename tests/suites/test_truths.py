@@ -194,6 +194,29 @@ def test_fatbin_sass_without_nvdisasm_comes_from_cuobjdump_in_the_same_layout(mo
 
 # -- 5. argv with long paths named ---------------------------------------------------------------
 
+def defined_once(text: str, dirs) -> None:
+    """Each directory of ``dirs`` is written once in a view's text, as its name's definition
+    (``<name> = directory``), and nowhere else (the argv and the Log use the name)."""
+    lines = unwrapped(text).splitlines()
+    defs = [line for line in lines if re.fullmatch(r"\s*<[\w-]+> = \S+", line)]
+    for d in dirs:
+        assert sum(line.endswith(f" = {C.home_short(d)}") for line in defs) == 1, (d, defs)
+    rest = "\n".join(line for line in lines if line not in defs)
+    assert not any(C.home_short(d) in rest or d in rest for d in dirs), rest
+
+
+def html_defined_once(page: str, dirs) -> None:
+    """The same for a page: outside the "exact argv" folds, each directory only in the names."""
+    visible = re.sub(r"<details.*?</details>", "", page, flags=re.S)
+    names = re.findall(r'class="cuda-magic-names"[^>]*>(.*?)</div>', visible, flags=re.S)
+    assert len(names) == 1, names
+    defs = names[0].split("\n")
+    for d in dirs:
+        assert sum(x.endswith(f" = {html.escape(C.home_short(d))}") for x in defs) == 1, (d, defs)
+    rest = visible.replace(names[0], "")
+    assert not any(html.escape(d) in rest for d in dirs)
+
+
 def test_nvrtc_argv_is_shown_short_and_exact_one_step_away(shell, capsys):
     m = shell.run_cell_magic("cuda", A + " --compile-only --name m", SAXPY)
     argv = m.result.argv
@@ -205,7 +228,7 @@ def test_nvrtc_argv_is_shown_short_and_exact_one_step_away(shell, capsys):
     assert not any(d in short for d in dirs)
     text = view(m).text()
     assert f"argv: {short}" in unwrapped(text) and 'cuda_magic.show(m, "argv")' in text
-    assert not any(d in text for d in dirs)
+    defined_once(text, dirs)
     def words(page):           # the argv's words are spans (the line breaks between them)
         return re.sub(r"<[^>]+>", "", page)
     page = view(m).html()
@@ -213,6 +236,10 @@ def test_nvrtc_argv_is_shown_short_and_exact_one_step_away(shell, capsys):
     assert html.escape(C.argv_text(argv)) in words(page.split("exact argv</summary>", 1)[1])
     config_tab = view(m).widget().tab.children[0].value
     assert html.escape(short) in words(config_tab) and "exact argv</summary>" in config_tab
+    html_defined_once(config_tab, dirs)
+    log_tab = view(m).widget().tab.children[2].value      # names, defined in the Config tab
+    assert "toolkit headers: " in log_tab and "&lt;cccl-headers&gt;" in log_tab
+    assert not any(html.escape(d) in log_tab for d in dirs)
     cuda_magic.show(m, "argv")
     assert capsys.readouterr().out.strip() == C.argv_text(argv)
 
@@ -240,7 +267,25 @@ def test_pch_argv_names_the_pch_directory(tmp_path, monkeypatch, fresh_cache):
         assert pch.startswith(flag + str(pch_dir) + os.sep)
         short = C.short_argv(r.argv)
         assert f"{flag}<pch-dir>/{os.path.basename(pch[len(flag):])}" in short
-        assert str(pch_dir) not in view(r).text()
+        defined_once(view(r).text(), [str(pch_dir)])
+        if flag == "--create-pch=":      # NVRTC's "creating precompiled header file" line
+            log = view(r).part("log")
+            assert '"<pch-dir>/' in log and str(pch_dir) not in log, log
+
+
+def test_a_log_names_the_header_directories_as_the_config_defines_them():
+    src = ("#include <cub/warp/warp_reduce.cuh>\n__global__ void k(float* x) {\n"
+           "    cub::WarpReduce<float, 33>::TempStorage t;\n"
+           "    x[0] = cub::WarpReduce<float, 33>(t).Sum(x[1]);\n}\n")
+    with pytest.raises(cuda_magic.CompileError) as info:
+        compile_source(src, cfg())
+    err = info.value
+    (cccl,) = [d for d in toolkit_dirs() if d.endswith("cccl")]
+    assert f"{cccl}/cub/" in err.log                      # the exception keeps the log exact
+    page = view(err).html()
+    log = page.split(">Log</summary>", 1)[1]
+    assert "&lt;cccl-headers&gt;/cub/" in log and f"{html.escape(cccl)}/" not in log
+    assert f"&lt;cccl-headers&gt; = {html.escape(cccl)}" in log
 
 
 def test_compare_views_show_argv_short_and_show_prints_it_exact(shell, capsys):

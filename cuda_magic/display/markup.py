@@ -206,10 +206,15 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
     for label, argv in argvs:
         who = f" ({escape(label)})" if many else ""
         parts.append(f'<div style="{MONO}; margin-top: 6px"><b>argv{who}</b></div>' + argv_html(argv))
-    if defs := names_lines([argv for _, argv in argvs]):     # each name once, for every tab
-        parts.append(f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; margin: 2px 0">'
-                     + "\n".join(escape(d) for d in defs) + "</div>")
+    parts.append(names_block([argv for _, argv in argvs]))
     return "".join(parts)
+
+
+def names_block(argvs) -> str:
+    """Each name the argvs and logs use for a long directory, defined once (``""``: none)."""
+    defs = names_lines(argvs)
+    return (f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; margin: 2px 0">'
+            + "\n".join(escape(d) for d in defs) + "</div>") if defs else ""
 
 
 # a word of an argv or a flag of a list: the line breaks between words, inside one only when it
@@ -419,9 +424,7 @@ def error(exc) -> str:
     notes = "".join(note(n, WRAP) for n in exc.notes[exc.leading:])  # the fix (cuda-magic's)
     return (f'<div class="cuda-magic">{head}{leads}{body}{notes}'
             f'<div style="{MONO}; margin-top: 6px"><b>argv</b></div>{argv_html(exc.argv)}'
+            + names_block([exc.argv])
             + section("Log", pre(short_paths(exc.log, exc.argv).strip("\n")
                                  or "(the compiler printed nothing)", WRAP))
-            + (f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; margin: 2px 0">'
-               + "\n".join(escape(d) for d in names_lines([exc.argv])) + "</div>"
-               if argv_shortened(exc.argv) else "")
             + "</div>")

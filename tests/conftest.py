@@ -1,5 +1,6 @@
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +39,18 @@ def _pch_dir():
 def cfg(**kw):
     """TVM-style backend_config with the test arch."""
     return {"cuda": {"arch": ARCH, **kw}}
+
+
+@pytest.fixture
+def ctrl_c():
+    """Python's own Ctrl-C handler for a test that sends itself SIGINT.  ``signal.signal`` sets
+    the process's disposition again: a clean-clone CI run once had SIGINT ignored by the kernel
+    in one xdist worker (its /proc status said so) while Python still reported its own handler,
+    so the Ctrl-C never came and the wait never ended.  Who ignored it was not found (a run
+    checking the kernel's disposition around every test saw no change)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture

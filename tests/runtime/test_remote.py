@@ -142,7 +142,7 @@ def test_a_hang_on_the_worker_is_a_hang_error_and_the_next_launch_works(far, mod
     assert y.tolist() == (5 * x).tolist()
 
 
-def test_ctrl_c_stops_the_remote_helper(far, module):
+def test_ctrl_c_stops_the_remote_helper(far, module, ctrl_c):
     x, y = _xy()
     y[:] = 9
     main = threading.main_thread().ident

@@ -175,7 +175,7 @@ def _fake_distributed():
     return mod
 
 
-def test_ctrl_c_stops_a_dask_sweep_and_ends_its_workers_helpers(stand_in, monkeypatch):
+def test_ctrl_c_stops_a_dask_sweep_and_ends_its_workers_helpers(stand_in, monkeypatch, ctrl_c):
     fake = _fake_distributed()
     monkeypatch.setitem(sys.modules, "distributed", fake)
     monkeypatch.setitem(pools._worker, "helper", None)
@@ -213,7 +213,7 @@ def test_ctrl_c_stops_a_dask_sweep_and_ends_its_workers_helpers(stand_in, monkey
 
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
-def test_ctrl_c_stops_a_sweep_on_a_real_local_cluster(stand_in, monkeypatch, processes):
+def test_ctrl_c_stops_a_sweep_on_a_real_local_cluster(stand_in, monkeypatch, processes, ctrl_c):
     """The same Ctrl-C against a real ``distributed.LocalCluster`` of one worker with one thread:
     its worker in a thread of this process, or in a process of its own (the stand-in helper set
     there by ``client.run``).  The running task's helper is killed, the other two tasks are

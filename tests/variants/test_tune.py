@@ -385,7 +385,7 @@ def test_hostile_values_fail_their_candidate_not_the_sweep():
         tune(PLAIN, {"UNROLL": ["1\n#include </etc/passwd>"]}, arch=ARCH, compile_only=True)
 
 
-def test_ctrl_c_gives_up_the_builds(monkeypatch):
+def test_ctrl_c_gives_up_the_builds(monkeypatch, ctrl_c):
     import os
     import signal
     import threading

@@ -43,11 +43,10 @@ def cfg(**kw):
 
 @pytest.fixture
 def ctrl_c():
-    """Python's own Ctrl-C handler for a test that sends itself SIGINT.  ``signal.signal`` sets
-    the process's disposition again: a clean-clone CI run once had SIGINT ignored by the kernel
-    in one xdist worker (its /proc status said so) while Python still reported its own handler,
-    so the Ctrl-C never came and the wait never ended.  Who ignored it was not found (a run
-    checking the kernel's disposition around every test saw no change)."""
+    """Python's own Ctrl-C handler for a test that sends itself SIGINT.  A process started as a
+    background job of a non-interactive shell (``cmd &`` in a script, as CI harnesses and
+    ``nohup ... &`` do) starts with SIGINT ignored, and Python then leaves it ignored: the
+    Ctrl-C never arrives and the wait never ends (a clean-clone run hung so; CI once failed so)."""
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, before)

@@ -24,6 +24,9 @@ def main(case: str) -> None:
     start = time.monotonic()
     if case == "ctrlc":
         cuda_magic.set_launch_timeout(None)
+        # Python's handler, as a user's shell has it (a run started in the background inherits
+        # SIGINT ignored: tests/conftest.py's ctrl_c)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     if case in ("numpy", "ctrlc"):
         try:

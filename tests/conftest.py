@@ -61,7 +61,7 @@ def fresh_cache():
 
 # The tests that take a second or more (tests/slow.py writes the list from a timed run): the
 # quick check, -m "not slow and not browser", leaves them out.
-SLOW = frozenset((Path(__file__).parent / "slow.txt").read_text().split())
+SLOW = frozenset(line.strip() for line in (Path(__file__).parent / "slow.txt").read_text().splitlines())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -213,7 +213,8 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
 def names_block(argvs) -> str:
     """Each name the argvs and logs use for a long directory, defined once (``""``: none)."""
     defs = names_lines(argvs)
-    return (f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; margin: 2px 0">'
+    return (f'<div class="cuda-magic-names" style="{MONO}; {DIM}; {WRAP}; line-height: 1.35; '
+            f'margin: 2px 0">'
             + "\n".join(escape(d) for d in defs) + "</div>") if defs else ""
 
 

@@ -210,6 +210,15 @@ def config(columns, argvs: list[tuple[str, tuple[str, ...]]] = (), lead: str = "
     return "".join(parts)
 
 
+_NAME = re.compile(r"<[\w-]+>")
+
+
+def named_note(text: str) -> str:
+    """:func:`note` for a line that uses the names of long directories: each ``<name>`` stays
+    on one line (a browser breaks ``<cutlass-headers>`` at its hyphen)."""
+    return _note_kept_whole(text, _NAME)
+
+
 def names_block(argvs) -> str:
     """Each name the argvs and logs use for a long directory, defined once (``""``: none)."""
     defs = names_lines(argvs)
@@ -246,8 +255,13 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 def flags_note(text: str) -> str:
     """:func:`note` for a line that quotes flags (``nvrtc: default ["--use_fast_math"] + cell
     [...]``): each quoted flag stays on one line."""
+    return _note_kept_whole(text, _QUOTED)
+
+
+def _note_kept_whole(text: str, pattern: re.Pattern) -> str:
+    """:func:`note` with what ``pattern`` matches never broken across lines."""
     out, at = [], 0
-    for m in _QUOTED.finditer(text):
+    for m in pattern.finditer(text):
         out += [escape(text[at:m.start()]),
                 f'<span style="white-space: nowrap">{escape(m.group())}</span>']
         at = m.end()
@@ -320,7 +334,7 @@ def log(c: Content) -> str:
         if b.result.supplied_headers:
             parts.append(note(supplied_note(b.result.supplied_headers)))
         if families := families_note(b.result.compiler):
-            parts.append(note(families))
+            parts.append(named_note(families))
         text, left_out = c.log(b)
         if left_out:
             parts.append(note(left_out))

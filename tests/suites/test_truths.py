@@ -239,6 +239,8 @@ def test_nvrtc_argv_is_shown_short_and_exact_one_step_away(shell, capsys):
     html_defined_once(config_tab, dirs)
     log_tab = view(m).widget().tab.children[2].value      # names, defined in the Config tab
     assert "toolkit headers: " in log_tab and "&lt;cccl-headers&gt;" in log_tab
+    assert 'nowrap">&lt;cutlass-util-headers&gt;</span>' in log_tab or "cutlass-util" not in log_tab
+    assert 'nowrap">&lt;cccl-headers&gt;</span>' in log_tab      # never broken at its hyphen
     assert not any(html.escape(d) in log_tab for d in dirs)
     cuda_magic.show(m, "argv")
     assert capsys.readouterr().out.strip() == C.argv_text(argv)

@@ -112,6 +112,6 @@ def test_import_loads_neither_numpy_nor_the_lazy_modules():
     code = ("import sys, cuda_magic; dir(cuda_magic); "
             "print(sorted(m for m in sys.modules if m in ('numpy', 'cuda_magic.runtime.sweep', "
             "'cuda_magic.variants.tune', 'cuda_magic.runtime.nsight.ncu_report', 'cuda_magic.variants.comparison', "
-            "'cuda_magic.correctness.verifier')))")
+            "'cuda_magic.correctness.verifier', 'yaml', 'cuda_magic.cell.header_yaml')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

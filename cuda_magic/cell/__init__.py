@@ -12,8 +12,6 @@ import shlex
 import time
 from typing import Callable, Mapping, Sequence
 
-import yaml
-
 from ..compile.compiler import complete
 from ..compile.memo import PARSE_CHARS, text_memo
 from ..config import (APPEND_KEYS, LIST_KEYS, ConfigError, Resolved, get_preset,
@@ -33,96 +31,6 @@ HEADER = "//|"
 MAX_SPELLING = 1000      # characters of an --instantiate spelling
 
 
-class HeaderLoader(yaml.SafeLoader):
-    """YAML for ``//|`` headers: no anchors or aliases (a few bytes of them expand to gigabytes),
-    and a typed scalar that cannot be read (``!!bool maybe``) is a YAML error at its line."""
-
-    MAX_DEPTH = 32      # nesting a header may use (a config needs 3)
-    MAX_NUMBER = 64     # digits of a number (no key takes one; a long one is slow to convert)
-    depth = 0
-
-    def fetch_flow_collection_start(self, TokenClass):
-        # Checked while scanning: the scanner looks ahead across every open '[' / '{' at each
-        # token, so deep flow nesting is quadratic before the composer sees the first node.
-        if self.flow_level >= self.MAX_DEPTH:
-            raise yaml.scanner.ScannerError(None, None, f"it is nested more than {self.MAX_DEPTH} "
-                                            f"deep", self.get_mark())
-        super().fetch_flow_collection_start(TokenClass)
-
-    def scan_yaml_directive_number(self, start_mark):
-        # '%YAML 1.<5000 digits>': the scanner converts the version with int(), which refuses
-        # strings over Python's 4300 digits with a ValueError
-        length = 0
-        while "0" <= self.peek(length) <= "9":
-            length += 1
-        if length > self.MAX_NUMBER:
-            raise yaml.scanner.ScannerError("while scanning a directive", start_mark,
-                                            f"a version number of {length} digits", self.get_mark())
-        return super().scan_yaml_directive_number(start_mark)
-
-    def compose_node(self, parent, index):
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise yaml.composer.ComposerError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in a //| header",
-                event.start_mark)
-        if self.depth >= self.MAX_DEPTH:
-            raise yaml.composer.ComposerError(
-                None, None, f"it is nested more than {self.MAX_DEPTH} deep", event.start_mark)
-        self.depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_mapping(self, node, deep=False):
-        # YAML keys are unique: a key given twice is an error at its second place, not last-wins
-        if isinstance(node, yaml.MappingNode):
-            seen: set[tuple[str, str]] = set()
-            for key, _ in node.value:
-                if not isinstance(key, yaml.ScalarNode):
-                    continue
-                if (key.tag, key.value) in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"the key {quote(key.value, 60)} is given twice; give it once",
-                        key.start_mark)
-                seen.add((key.tag, key.value))
-        return super().construct_mapping(node, deep)
-
-    def construct_object(self, node, deep=False):
-        if isinstance(node, yaml.ScalarNode) and len(node.value) > self.MAX_NUMBER and \
-                node.tag.rsplit(":", 1)[-1] in ("int", "float"):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a number of {len(node.value)} characters is no config value",
-                node.start_mark)
-        try:
-            return super().construct_object(node, deep)
-        except yaml.YAMLError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, IndexError):
-            tag = node.tag.rsplit(":", 1)[-1]
-            what = f" {quote(node.value, 60)}" if isinstance(node, yaml.ScalarNode) else ""
-            raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read the {tag} value{what}", node.start_mark) from None
-
-
-def _load_header(text: str) -> tuple[object, dict[str, int]]:
-    """The YAML of a header and, per top-level key (as written), the 0-based line it is on."""
-    loader = HeaderLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, {}
-        rows = {}
-        if isinstance(node, yaml.MappingNode):
-            for key, _ in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    rows[key.value] = key.start_mark.line
-        return loader.construct_document(node), rows
-    finally:
-        loader.dispose()
-
-
 def _header(lines: list[str], first: int, cell: bool = False) -> tuple[dict, dict]:
     """Parse consecutive ``//|`` lines starting at cell line ``first`` as YAML.  In the cell
     header (``cell``) a ``tune:`` key is kept aside (``%%cuda_tune`` reads it; it is no config
@@ -135,18 +43,10 @@ def _header(lines: list[str], first: int, cell: bool = False) -> tuple[dict, dic
         raise CellError(f"the //| header is not valid YAML ({problem}): {quote(lines[row].strip())}",
                         first + row)
 
-    text = "\n".join(body)
-    try:
-        data, rows = _load_header(text)
-    except yaml.reader.ReaderError as exc:   # a character YAML refuses (control characters)
-        char = ascii(chr(exc.character)) if isinstance(exc.character, int) else "?"
-        fail(f"it holds the character {char}", text.count("\n", 0, exc.position))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        fail(clip(problem, 120), mark.line if mark is not None else 0)
-    except RecursionError:
-        fail("it is nested too deeply")
+    from .header_yaml import load      # PyYAML: imported for a cell that has a header
+    data, rows, bad = load("\n".join(body))
+    if bad is not None:
+        fail(clip(bad[0], 120), bad[1])
     if data is None:
         return {}, {}
     if not isinstance(data, dict):

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from .. import cell
-from ..cell import HeaderLoader
+from ..cell.header_yaml import HeaderLoader
 from ..cell.scan import blank
 from ..config import Resolved
 from .toggles import set_toggle

@@ -383,3 +383,42 @@ def test_the_worker_process_answers_or_says_there_is_no_gpu(module):
     finally:
         worker.stop()
     assert worker._state["proc"] is None
+
+
+# ---- which GPU a helper process sees: CUDA_VISIBLE_DEVICES picks it by this process's index ---
+
+@pytest.mark.parametrize("env, expected", [
+    (None, ["0", "1", "2"]),
+    ("3,1", ["3", "1", "2"]),                 # beyond the list (never a device here): the index
+    (" GPU-aa , GPU-bb", ["GPU-aa", "GPU-bb", "2"]),
+    ("", ["0", "1", "2"]),
+])
+def test_a_helper_sees_the_gpu_this_process_counts_as_index(monkeypatch, env, expected):
+    if env is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", env)
+    assert [transport.visible_device(i) for i in range(3)] == expected
+
+
+def test_a_tune_pool_and_a_remote_host_start_each_helper_on_its_own_gpu(monkeypatch):
+    from cuda_magic.runtime.remote import host as remote_host
+    from cuda_magic.runtime.sweep import pools
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    spawned = []
+
+    class Proc:
+        stdin = stdout = None
+
+        def poll(self):
+            return None
+    monkeypatch.setattr(transport, "spawn",
+                        lambda module, env, stderr=None: spawned.append(env["CUDA_VISIBLE_DEVICES"])
+                        or Proc())
+    pool = pools.LocalPool([0, 1])
+    assert [h.gpu for h in pool.helpers] == ["3", "1"] and spawned == ["3", "1"]
+    spawned.clear()
+    monkeypatch.setattr(remote_host, "_HOSTS", {})     # the host registers itself: not kept
+    host = remote_host.Host("token")
+    host._helper(1), host._helper(0)
+    assert spawned == ["1", "3"]

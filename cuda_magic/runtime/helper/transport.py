@@ -27,7 +27,7 @@ import time
 from ...settings import TOOL_CHILD
 from ...errors import StreamEnded
 
-__all__ = ["FRAME", "StreamEnded", "send", "recv", "read", "spawn", "serving", "child_env"]
+__all__ = ["FRAME", "StreamEnded", "send", "recv", "read", "spawn", "serving", "child_env", "visible_device"]
 
 FRAME = struct.Struct("<Q")
 PIPE_BYTES = 1 << 20        # a helper's pipes (Linux F_SETPIPE_SZ; the default is 64 KiB)
@@ -87,6 +87,17 @@ def child_env(tool_child: bool = True, **extra: str) -> dict:
         env[TOOL_CHILD] = "1"
     env.update(extra)
     return env
+
+
+def visible_device(index: int) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value that shows a child process only this process's GPU
+    ``index`` (as this process counts them): its entry in this process's own
+    ``CUDA_VISIBLE_DEVICES`` list (``"3,1"``: GPU 1 is ``"1"``, GPU 0 is ``"3"``; a UUID stays a
+    UUID), else the index itself."""
+    mine = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if "CUDA_VISIBLE_DEVICES" in os.environ and 0 <= index < len(mine):
+        return mine[index]
+    return str(index)
 
 
 def spawn(module: str, env: dict, stderr=None) -> subprocess.Popen:

@@ -20,7 +20,6 @@ call waits in a thread.
 from __future__ import annotations
 
 import asyncio
-import os
 import select
 import subprocess
 import threading
@@ -132,7 +131,7 @@ class Host:
                 _end(proc)
             proc = self.helpers[device] = transport.spawn(
                 MODULE, transport.child_env(tool_child=False,
-                                            CUDA_VISIBLE_DEVICES=_visible(device)))
+                                            CUDA_VISIBLE_DEVICES=transport.visible_device(device)))
         return proc
 
     def end(self, device: int | None = None, at_once: bool = False) -> None:
@@ -157,14 +156,6 @@ def stop(token: str, device: int | None = None) -> bool:
         if proc is not None and proc.poll() is None:
             proc.kill()          # the waiting call sees the pipe end and returns
     return True
-
-
-def _visible(device: int) -> str:
-    """The CUDA_VISIBLE_DEVICES of GPU ``device`` of this worker (its own list's entry)."""
-    mine = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    if "CUDA_VISIBLE_DEVICES" in os.environ and device < len(mine):
-        return mine[device]
-    return str(device)
 
 
 def _answered(proc: subprocess.Popen, limit) -> bool:

@@ -181,15 +181,6 @@ def finish(ended, grace: float | None = None) -> None:
             log.close()
 
 
-def _visible(count: int) -> list[str]:
-    """``CUDA_VISIBLE_DEVICES`` values naming each of this process's ``count`` GPUs."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is None:
-        return [str(i) for i in range(count)]
-    names = [n.strip() for n in env.split(",") if n.strip()]
-    return names[:count]
-
-
 class LocalPool:
     """One helper per GPU of this host (``gpus``: device ordinals as this process counts them);
     jobs go to whichever helper is free.  Helpers start at once, in the background, and stay
@@ -200,8 +191,7 @@ class LocalPool:
     def __init__(self, gpus: Sequence[int], arrays: Mapping[str, Any] | None = None):
         self.gpus = tuple(gpus)
         self.begin(arrays)
-        names = _visible(max(gpus) + 1 if gpus else 0)
-        self.helpers = [Helper(names[i]).start() for i in gpus]
+        self.helpers = [Helper(transport.visible_device(i)).start() for i in gpus]
         self._free = list(self.helpers)
         self._lock = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.helpers)),

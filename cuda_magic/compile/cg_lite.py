@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from .pch import COMMENTS
+
 __all__ = ["MACRO", "FLAG", "NOTE", "RETRIED", "wanted"]
 
 MACRO = "_CG_LIMIT_INCLUDED_DEPENDENCIES"
@@ -57,9 +59,4 @@ def wanted(source: str, flags: Sequence[str]) -> bool:
         return False
     if any(MACRO in f or f.split("=")[0] in _PRE_INCLUDE for f in flags):
         return False
-    return _USES_LIBCUXX.search(_code(source)) is None
-
-
-def _code(source: str) -> str:
-    """``source`` without its comments (a comment naming ``cuda::`` changes nothing)."""
-    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+    return _USES_LIBCUXX.search(COMMENTS.sub(" ", source)) is None     # a comment changes nothing

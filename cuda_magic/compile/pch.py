@@ -57,7 +57,7 @@ from .cache import Untrusted, check_dir, make_dir, read_checked, secret_at, user
 
 __all__ = ["HEAVY", "heavy", "directory", "set_limit", "clear", "plan", "enabled", "usage",
            "created", "write_failed", "unmappable", "refused", "unfit", "sign", "say", "forget",
-           "lock"]
+           "lock", "COMMENTS"]
 
 # Include prefixes worth a PCH (each costs 0.5-3 s to parse under NVRTC).
 HEAVY = ("cub/", "thrust/", "cuda/", "cooperative_groups", "cute/", "cutlass/",
@@ -254,13 +254,13 @@ def heavy(name: str, headers: Mapping[str, str]) -> bool:
     return False
 
 
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)     # C/C++ comments (strings aside)
 
 
 def prefix(source: str) -> str:
     """The source's initial run of preprocessor directives, comments and blank lines dropped."""
     lines = []
-    text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
+    text = COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
     cont = False
     for line in text.split("\n"):
         s = line.strip()

@@ -173,9 +173,9 @@ def toolkit_dirs() -> tuple[str, ...]:
     return tuple(dict.fromkeys(header_dirs().values()))
 
 
-def families_note(compiler: str = "nvrtc", home: bool = True) -> str:
-    """One line saying where each header family came from (the Log tab), the home directory
-    shown as ``~`` (``home=False``: the directories as they are)."""
+def families_note(compiler: str = "nvrtc") -> str:
+    """One line saying where each header family came from (the Log tab shows the directories
+    by the names its Config defines)."""
     dirs = header_dirs()
     if compiler != "nvrtc":     # nvcc uses its own toolkit but for CUTLASS
         dirs = {f: d for f, d in dirs.items() if f.startswith("cutlass")}
@@ -184,9 +184,7 @@ def families_note(compiler: str = "nvrtc", home: bool = True) -> str:
     by_dir: dict[str, list[str]] = {}
     for family, d in dirs.items():
         by_dir.setdefault(d, []).append(family)
-    at = os.path.join(os.path.expanduser("~"), "") if home else None
-    parts = [f"{', '.join(fams)} from {'~/' + d[len(at):] if at and d.startswith(at) else d}"
-             for d, fams in by_dir.items()]
+    parts = [f"{', '.join(fams)} from {d}" for d, fams in by_dir.items()]
     what = "toolkit headers" if compiler == "nvrtc" else "CUTLASS headers"
     return f"{what}: {'; '.join(parts)}"
 

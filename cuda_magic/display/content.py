@@ -147,7 +147,7 @@ def families_note(compiler: str) -> str:
     """Where each toolkit header family came from, for the Log tab, by the names the Config
     tab defines (``""``: none found)."""
     from ..compile.toolkit_headers import families_note as families
-    return short_paths(families(compiler, home=False), ())
+    return short_paths(families(compiler), ())
 
 
 def header_notes(results) -> list[str]:

@@ -42,7 +42,7 @@ class HeaderLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise yaml.composer.ComposerError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in a //| header",
+                None, None, "anchors and aliases (&name, *name) are not allowed",
                 event.start_mark)
         if self.depth >= self.MAX_DEPTH:
             raise yaml.composer.ComposerError(

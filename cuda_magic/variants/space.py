@@ -11,10 +11,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-import yaml
-
 from .. import cell
-from ..cell.header_yaml import HeaderLoader
+from ..cell import header_yaml
 from ..cell.scan import blank
 from ..config import Resolved
 from .toggles import set_toggle
@@ -95,20 +93,11 @@ def load_value(name: str, text: str):
         raise TuneError(f"tune parameter {name!r}: {quote(text, 60)} holds "
                         f"{'a NUL' if bad == chr(0) else 'a lone surrogate'} "
                         f"({ascii(bad)}): a value is one printable line", name)
-    try:
-        loader = HeaderLoader(text)
-    except yaml.YAMLError as exc:
+    value, _, problem = header_yaml.load(text)
+    if problem is not None:
         raise TuneError(f"tune parameter {name!r}: cannot read {quote(text, 60)} "
-                        f"({clip(str(getattr(exc, 'problem', None) or exc), 80)})", name) from None
-    try:
-        return loader.get_single_data()
-    except (yaml.YAMLError, RecursionError) as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise TuneError(f"tune parameter {name!r}: cannot read {quote(text, 60)} "
-                        f"({clip(str(problem), 80)}); write a list, e.g. {name}=[64, 128]",
-                        name) from None
-    finally:
-        loader.dispose()
+                        f"({clip(problem[0], 80)}); write a list, e.g. {name}=[64, 128]", name)
+    return value
 
 
 _RANGE = re.compile(r"range\(\s*([-+]?\d+)\s*(?:,\s*([-+]?\d+)\s*)?(?:,\s*([-+]?\d+)\s*)?\)")

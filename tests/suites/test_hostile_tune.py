@@ -378,6 +378,18 @@ def test_nul_or_a_lone_surrogate_in_a_space_value_names_the_parameter(spec):
     str(info.value).encode("utf-8")          # printable wherever it is shown
 
 
+@pytest.mark.parametrize("spec, problem", [
+    ("X=[!!bool maybe]", "cannot read the bool value 'maybe'"),
+    ("X=[&a 1, *a]", "anchors and aliases"),
+    ("X=[" * 40 + "1" + "]" * 40, "nested more than 32 deep"),
+])
+def test_a_value_yaml_cannot_read_names_the_parameter_and_the_problem(spec, problem):
+    # the space's values are read by the //| header's YAML loader: its limits hold here too
+    with pytest.raises(TuneError, match="tune parameter 'X': cannot read") as info:
+        parse_space(spec)
+    assert info.value.key == "X" and problem in str(info.value) and "//|" not in str(info.value)
+
+
 @pytest.mark.parametrize("where", ["(yield)", "await x", "[(yield) for _ in ()]",
                                    "(yield from BM)", "5 if (yield) else 6"])
 def test_where_that_is_not_a_condition_names_where(where):

@@ -539,6 +539,7 @@ def test_gpu_cupy_and_torch_arrays(gpu):
     torch = pytest.importorskip("torch")
     n4 = 1 << 20
     x, y = cp.ones(4 * n4, cp.float32), cp.zeros(4 * n4, cp.float32)
+    cp.cuda.get_current_stream().synchronize()      # the bench's own stream does not wait for it
     t1 = m["copy"].bench(dev.sms * 4, 256, x, y, n4, repeat=10, nbytes=32 * n4,
                          stream=cp.cuda.Stream(non_blocking=True))
     assert float(y.sum()) == 4 * n4

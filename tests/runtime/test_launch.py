@@ -262,12 +262,14 @@ def test_streams_from_cupy_and_torch(shell):
     x = cp.arange(1 << 16, dtype=cp.float32)
     y = cp.zeros_like(x)
     s = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.get_current_stream().synchronize()   # x, y are written there; s does not wait for it
     k[256, 256, 0, s](x, y, 2.0, 1 << 16)
     s.synchronize()
     np.testing.assert_array_equal(cp.asnumpy(y), 2 * np.arange(1 << 16, dtype=np.float32))
     ts = torch.cuda.Stream()
     tx = torch.ones(1024, device="cuda")
     ty = torch.zeros_like(tx)
+    ts.wait_stream(torch.cuda.current_stream())    # torch's streams do not wait for the default one
     k.launch(grid=4, block=256, args=(tx, ty, 5.0, 1024), stream=ts)
     ts.synchronize()
     assert torch.equal(ty, 5 * tx)

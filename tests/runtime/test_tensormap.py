@@ -384,7 +384,8 @@ def test_clusters_cooperative_and_pdl_launches():
     res = torch.zeros(n, dtype=torch.int32, device="cuda")
     s = torch.cuda.Stream()
     for _ in range(3):
-        buf.zero_()
+        with torch.cuda.stream(s):      # on s: torch's streams do not wait for the default one
+            buf.zero_()
         m.produce.launch((n + 255) // 256, 256, (buf, n), stream=s)
         m.consume.launch((n + 255) // 256, 256, (buf, res, n), stream=s, pdl=True)
         s.synchronize()

@@ -22,6 +22,7 @@ The convention (docs/index.md says it too):
 Also: README.md is at most 10 KiB, and names nothing outside the repository.
 """
 
+import ast
 import os
 import re
 import sys
@@ -227,6 +228,34 @@ def test_a_page_whose_examples_name_no_arch_says_what_to_run_without_a_gpu(path)
     if no_arch:
         assert NO_GPU in text, (f"{path.name}: examples at lines {no_arch} name no arch; say "
                                 f"before the first example: {NO_GPU}...")
+
+
+MODULES = {"cuda_magic", "np", "numpy", "cp", "cupy", "torch", "os"}
+
+
+def _python(block: Block) -> str:
+    """A block's Python: line magics and shell lines blanked (``x = %magic`` is ``x = None``);
+    "" for a cell magic's block."""
+    if block.source.lstrip().startswith("%%"):
+        return ""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else
+                     re.sub(r"=\s*[%!].*", "= None", line) for line in block.source.splitlines())
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=ids(RUNNABLE))
+def test_a_block_uses_a_module_only_after_a_block_imports_it(path):
+    """Checked without running, so it holds for `<!-- gpu -->` blocks too, which only the GPU
+    run executes (a GPU block once used `cuda_magic.view` on a page importing it later)."""
+    imported, late = set(), []
+    for block in (b for b in blocks(path) if b.lang in RUNS):
+        tree = ast.parse(_python(block))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        used = {n.value.id for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+        late += [f"line {block.line}: {name}" for name in sorted((used & MODULES) - imported)]
+    assert not late, f"{path.name}: a module used before any block imports it: {late}"
 
 
 def test_readme_says_where_precompiled_headers_go_and_their_cap(monkeypatch):

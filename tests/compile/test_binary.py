@@ -4,6 +4,7 @@ against what ptxas and the PTX of the same compile say, and demangling."""
 import dataclasses
 import re
 import struct
+import sys
 
 import pytest
 
@@ -286,6 +287,8 @@ def test_demangle():
             "void k<foo::bar<int, 3> >(void (*)(int*), float const*)",
         "scale": "scale", "_Zbogus": "_Zbogus", "_Z": "_Z"}
     assert demangle(reversed(syms)) == got                # cached, same answers
+    if sys.platform == "linux":     # in-process, found by soname (no ldconfig run), no tool
+        assert _demangle._cxa_demangle() is not None
     # without libstdc++: GNU c++filt prints the same; cu++filt (EDG style) comes last
     tools = {path.rsplit("/", 1)[-1]: path for path in _demangle._filt_tools()}
     _demangle._CACHE.clear()
